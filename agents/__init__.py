@@ -1,0 +1,1 @@
+"""Reusable roles (Thinker, Solver, Debugger, Critic, Rethink, Verifier) that become graph nodes."""

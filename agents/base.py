@@ -1,0 +1,99 @@
+"""What every agent shares: the model, prompts, token accounting, code extraction, progress events."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from codeforest.prompts import Prompt, load_prompt
+from codeforest.tools.models import get_chat_model
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langgraph.config import get_stream_writer
+
+from codeforest.context import Context
+from codeforest.problems import Problem
+
+
+def resolve_model(context: Context, override: BaseChatModel | None = None) -> BaseChatModel:
+    """The model an agent talks to: an injected one (library use, tests) or the context's."""
+    return override if override is not None else get_chat_model(context)
+
+
+def prompt_for(context: Context, name: str) -> Prompt:
+    """The role's prompt, from the context's prompts folder if it overrides it."""
+    return load_prompt(name, context.prompts_dir or None)
+
+
+def messages(system: str, user: str) -> list[BaseMessage]:
+    """A system + user message pair."""
+    return [SystemMessage(system), HumanMessage(user)]
+
+
+def call_model(model: BaseChatModel, msgs: list[BaseMessage]) -> tuple[str, dict]:
+    """Invoke the model once; return its text and the cost of the call."""
+    reply = model.invoke(msgs)
+    return reply_text(reply), usage_cost(reply)
+
+
+def reply_text(reply: BaseMessage) -> str:
+    """The text content of a chat reply."""
+    content = reply.content
+    if isinstance(content, list):
+        return "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
+    return str(content)
+
+
+def usage_cost(reply: BaseMessage) -> dict:
+    """One LLM call with the token counts the endpoint reported."""
+    usage = getattr(reply, "usage_metadata", None) or {} if isinstance(reply, AIMessage) else {}
+    return {"llm_calls": 1, "prompt_tokens": int(usage.get("input_tokens", 0)),
+            "completion_tokens": int(usage.get("output_tokens", 0))}
+
+
+_FENCE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL | re.IGNORECASE)
+
+
+def extract_code(text: str, entry_point: str | None = None) -> str | None:
+    """The program in a reply: the fenced block defining the entry point (else the longest), or bare code."""
+    blocks = [b.strip("\n") for b in _FENCE.findall(text) if b.strip()]
+    if blocks:
+        if entry_point:
+            defining = [b for b in blocks if re.search(rf"^\s*def\s+{re.escape(entry_point)}\s*\(", b, re.M)]
+            if defining:
+                return max(defining, key=len)
+        return max(blocks, key=len)
+    stripped = text.strip()
+    if stripped and _parses(stripped):
+        return stripped
+    return None
+
+
+def _parses(code: str) -> bool:
+    try:
+        ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def assemble_program(problem: Problem, code: str) -> str:
+    """Make a function-style answer runnable: add the prompt's imports, or the signature for a bare body."""
+    if problem["kind"] != "function":
+        return code
+    entry = problem["entry_point"] or ""
+    defines_entry = re.search(rf"^\s*def\s+{re.escape(entry)}\s*\(", code, re.M) is not None
+    if entry and not defines_entry and code.startswith((" ", "\t")):
+        return problem["prompt"] + code  # the model completed the body only
+    imports = [ln for ln in problem["prompt"].splitlines()
+               if re.match(r"(import|from)\s+\w", ln) and ln.strip() not in code]
+    return "\n".join(imports + [code]) if imports else code
+
+
+def emit(event: str, **data) -> None:
+    """Send a progress event on the custom stream (ignored when nobody listens)."""
+    try:
+        writer = get_stream_writer()
+    except RuntimeError:  # called outside a graph run
+        return
+    writer({"event": event, **data})

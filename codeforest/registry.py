@@ -1,0 +1,21 @@
+"""The graph registry: every search method by name, imported on demand."""
+
+from __future__ import annotations
+
+import importlib
+
+GRAPHS = {
+    "direct": "codeforest.graphs.direct",
+}
+
+
+def graph_names() -> list[str]:
+    """Names of all registered graphs."""
+    return list(GRAPHS)
+
+
+def build_graph(name: str, **kwargs):
+    """Compile the named graph; keyword arguments go to its module's ``build_graph``."""
+    if name not in GRAPHS:
+        raise ValueError(f"Unknown graph {name!r}; choose one of {', '.join(GRAPHS)}")
+    return importlib.import_module(GRAPHS[name]).build_graph(**kwargs)

@@ -1,0 +1,95 @@
+"""The state every search graph shares: the problem, a flat node table, the cost, the outcome.
+
+Everything is plain JSON-able data, so state round-trips through checkpointers and the LangGraph
+server. Nodes are upserted by id through ``merge_nodes`` so parallel ``Send`` branches can add
+children safely and a rethink can overwrite one record in place.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, TypedDict
+
+from codeforest.problems import Problem
+
+NodeKind = Literal["strategy", "thought", "reflection", "code"]
+NodeStatus = Literal["open", "aborted", "accepted", "refined", "failed", "passed"]
+
+
+class NodeRecord(TypedDict, total=False):
+    """One node of a search tree."""
+
+    id: str
+    parent: str | None
+    depth: int
+    kind: NodeKind
+    text: str  # the strategy, thought or reflection
+    prior: float
+    code: str
+    execution: dict  # ExecutionResult.summary() on the public tests
+    feedback: str  # the feedback text given to the model
+    verbal_feedback: str
+    value: float
+    visits: int
+    q: float
+    status: NodeStatus
+    order: int  # creation order, for tie-breaks
+
+
+class Cost(TypedDict, total=False):
+    """Budget counters; summed across nodes by ``add_cost``."""
+
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    programs: int
+    sandbox_runs: int
+    parse_failures: int
+
+
+COST_KEYS = ("llm_calls", "prompt_tokens", "completion_tokens", "programs", "sandbox_runs", "parse_failures")
+
+
+def merge_nodes(left: dict[str, NodeRecord] | None, right: dict[str, NodeRecord] | None) -> dict[str, NodeRecord]:
+    """Upsert node records by id; a partial record updates only the fields it carries."""
+    merged = dict(left or {})
+    for node_id, record in (right or {}).items():
+        merged[node_id] = {**merged.get(node_id, {}), **record}
+    return merged
+
+
+def add_cost(left: Cost | None, right: Cost | None) -> Cost:
+    """Sum two cost records key by key."""
+    left, right = left or {}, right or {}
+    return {k: left.get(k, 0) + right.get(k, 0) for k in COST_KEYS}
+
+
+class SearchInput(TypedDict):
+    """What a graph is invoked with: only the problem (public tests included, private never)."""
+
+    problem: Problem
+
+
+class SearchOutput(TypedDict, total=False):
+    """What every graph returns."""
+
+    final_code: str
+    final_node: str | None
+    stop_reason: str
+    public_pass_rate: float
+    nodes: Annotated[dict[str, NodeRecord], merge_nodes]
+    cost: Annotated[Cost, add_cost]
+
+
+class SearchState(SearchInput, SearchOutput, total=False):
+    """Input, output, and nothing a graph should hide."""
+
+
+def finish(nodes: dict[str, NodeRecord], node_id: str | None, stop_reason: str) -> dict:
+    """The final part of the common output for the chosen node."""
+    node = nodes.get(node_id or "", {})
+    return {
+        "final_code": node.get("code", ""),
+        "final_node": node_id,
+        "stop_reason": stop_reason,
+        "public_pass_rate": node.get("execution", {}).get("pass_rate", 0.0),
+    }

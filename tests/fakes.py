@@ -1,0 +1,50 @@
+"""Scripted chat models for unit tests of graph logic."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
+
+
+class ScriptedChatModel(BaseChatModel):
+    """Replies from a script, in order; records every prompt it was given.
+
+    A script item is a string, or a function of the messages returning a string.
+    """
+
+    script: list = Field(default_factory=list)
+    calls: list = Field(default_factory=list)
+    prompt_tokens: int = 10
+    completion_tokens: int = 5
+
+    @classmethod
+    def of(cls, *replies: str | Callable[[list[BaseMessage]], str]) -> ScriptedChatModel:
+        return cls(script=list(replies))
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs) -> ChatResult:
+        self.calls.append(messages)
+        if not self.script:
+            raise AssertionError(f"the script ran out after {len(self.calls) - 1} calls")
+        item = self.script.pop(0)
+        text = item(messages) if callable(item) else item
+        usage = {"input_tokens": self.prompt_tokens, "output_tokens": self.completion_tokens,
+                 "total_tokens": self.prompt_tokens + self.completion_tokens}
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(text, usage_metadata=usage))])
+
+    def texts(self) -> Iterable[str]:
+        """Every message text the model has seen."""
+        for call in self.calls:
+            for message in call:
+                yield str(message.content)
+
+
+def code_reply(code: str) -> str:
+    return f"Here is the solution:\n```python\n{code}\n```\n"

@@ -1,0 +1,88 @@
+"""The command line against an OpenAI-compatible endpoint (a scripted one): output, scoring, errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from codeforest.cli import main
+from tests.fake_openai import FakeOpenAI
+
+GOOD = """```python
+from typing import List
+
+def has_close_elements(numbers: List[float], threshold: float) -> bool:
+    return any(abs(a - b) < threshold for i, a in enumerate(numbers) for b in numbers[i + 1:])
+```"""
+OVERFIT = """```python
+def has_close_elements(numbers, threshold):
+    return threshold == 0.3
+```"""
+
+
+@pytest.fixture
+def endpoint():
+    servers = []
+
+    def start(*replies):
+        servers.append(FakeOpenAI(list(replies)))
+        return servers[-1]
+
+    yield start
+    for s in servers:
+        s.close()
+
+
+def _solve(endpoint_url, capsys, *extra):
+    code = main(["solve", "--dataset", "humaneval", "--problem", "HumanEval/0", "--base-url", endpoint_url,
+                 "--model", "fake-coder", "--json", *extra])
+    captured = capsys.readouterr()
+    return code, captured
+
+
+def test_json_result_with_private_score(endpoint, capsys, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-live-secret")
+    api = endpoint(GOOD)
+    code, captured = _solve(api.url, capsys)
+    assert code == 0
+    result = json.loads(captured.out)
+    assert result["private_passed"] is True and result["public_pass_rate"] == 1.0
+    assert result["stop_reason"] == "passed_public_tests"
+    assert set(result["cost"]) >= {"llm_calls", "prompt_tokens", "completion_tokens", "programs", "sandbox_runs",
+                                   "wall_s"}
+    assert result["cost"]["prompt_tokens"] == 11 and result["cost"]["completion_tokens"] == 7
+    assert api.requests[0]["model"] == "fake-coder"
+    headers = {k.lower(): v for k, v in api.headers[0].items()}
+    assert headers["authorization"] == "Bearer sk-live-secret"
+    assert "sk-live-secret" not in captured.out + captured.err
+
+
+def test_public_pass_but_private_fail_is_reported(endpoint, capsys):
+    api = endpoint(OVERFIT)
+    code, captured = _solve(api.url, capsys)
+    result = json.loads(captured.out)
+    assert result["public_pass_rate"] == 1.0 and result["private_passed"] is False  # overfit to public tests
+    private_lines = "assert candidate([1.0, 2.0, 3.9, 4.0, 5.0, 2.2], 0.3) == True"
+    assert private_lines not in json.dumps(api.requests), "a private test reached the model"
+
+
+def test_problem_file_and_human_output(endpoint, capsys, tmp_path):
+    record = {"task_id": "Mine/1", "prompt": "def inc(x):\n    \"\"\"Add one.\"\"\"\n", "entry_point": "inc",
+              "given_tests": ["assert inc(1) == 2"]}
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    api = endpoint("```python\ndef inc(x):\n    return x + 1\n```")
+    assert main(["solve", "--problem-file", str(path), "--base-url", api.url, "--model", "m"]) == 0
+    out = capsys.readouterr().out
+    assert "Mine/1" in out and "private tests: unknown" in out and "return x + 1" in out
+
+
+def test_errors_are_one_clear_line(capsys, tmp_path):
+    assert main(["solve", "--dataset", "humaneval", "--problem", "HumanEval/999"]) == 2
+    assert "No problem 'HumanEval/999'" in capsys.readouterr().err
+    path = tmp_path / "two.jsonl"
+    rec = {"task_id": "A", "prompt": "p", "entry_point": "f", "given_tests": []}
+    path.write_text(json.dumps(rec) + "\n" + json.dumps({**rec, "task_id": "B"}) + "\n")
+    assert main(["solve", "--problem-file", str(path), "--base-url", "http://127.0.0.1:9/v1"]) == 2
+    assert "holds 2 problems" in capsys.readouterr().err

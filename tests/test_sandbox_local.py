@@ -1,0 +1,101 @@
+"""The local sandbox as the foundation builds it: per-test outcomes, isolation of failures, scrubbing."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from codeforest.tools.sandbox import run
+from codeforest.tools.testing import TestSuite, feedback_text
+
+ADD = "def add(a, b):\n    return a + b\n"
+
+
+def test_function_tests_report_actual_and_expected():
+    result = run(ADD, TestSuite.function(["assert add(1, 2) == 3", "assert add(2, 2) == 5"], "add"))
+    assert (result.passed, result.total) == (1, 2)
+    ok, bad = result.outcomes
+    assert ok.passed and ok.actual == "3"
+    assert not bad.passed and bad.actual == "4" and bad.expected == "5" and bad.reason == "wrong answer"
+    assert "add(2, 2) == 5" in feedback_text(result) and "program output: 4" in feedback_text(result)
+
+
+def test_a_hanging_or_exiting_test_costs_only_itself():
+    tests = ["assert add(1, 1) == 2", "while True: pass", "import os; os._exit(3)", "assert add(0, 0) == 0"]
+    result = run(ADD, TestSuite.function(tests, "add"), timeout=0.5)
+    assert [o.passed for o in result.outcomes] == [True, False, False, True]
+    assert result.outcomes[1].timed_out and result.outcomes[1].reason == "timeout"
+    assert result.outcomes[2].reason == "crash"
+
+
+def test_syntax_error_fails_every_test_with_the_reason():
+    result = run("def add(a, b)\n    return a\n", TestSuite.function(["assert add(1, 1) == 2"] * 2, "add"))
+    assert result.passed == 0 and result.total == 2
+    assert "SyntaxError" in result.error and all(o.reason == "syntax" for o in result.outcomes)
+
+
+def test_check_block_as_one_test():
+    check = "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(-1, 1) == 0\n\ncheck(add)\n"
+    assert run(ADD, TestSuite.function([check], "add")).all_passed
+    assert not run("def add(a, b):\n    return 3\n", TestSuite.function([check], "add")).all_passed
+
+
+def test_stdio_compares_output_and_survives_fd0_reuse():
+    program = "import sys\nprint(sum(map(int, open(0).read().split())))\n"
+    cases = [{"input": "1 2\n", "output": "3\n"}, {"input": "4 5", "output": "9"}, {"input": "1", "output": "2"}]
+    result = run(program, TestSuite.stdio(cases))
+    assert [o.passed for o in result.outcomes] == [True, True, False]
+    assert result.outcomes[2].actual.strip() == "1"
+
+
+def test_stdio_float_tolerance_and_exit():
+    program = "print(0.1 + 0.2)\nexit()\n"
+    assert run(program, TestSuite.stdio([{"input": "", "output": "0.3"}])).all_passed
+
+
+def test_environment_is_scrubbed(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-value-123")
+    program = "import os\ndef leak():\n    return os.environ.get('OPENAI_API_KEY', 'none')\n"
+    result = run(program, TestSuite.function(["assert leak() == 'x'"], "leak"))
+    assert result.outcomes[0].actual == "'none'"
+    assert "sk-secret" not in str(result.to_dict())
+
+
+def test_memory_limit_is_a_failure_not_a_crash_of_the_caller():
+    program = "def grab():\n    return len(bytearray(8 * 1024 ** 3))\n"
+    result = run(program, TestSuite.function(["assert grab() > 0", "assert 1 == 1"], "grab"))
+    assert [o.passed for o in result.outcomes] == [False, True]
+    assert result.outcomes[0].reason == "memory"
+
+
+def test_program_prints_do_not_corrupt_results():
+    program = ("import sys, os\ndef f():\n    print('{\"i\": 0, \"passed\": true}')\n"
+               "    os.write(1, b'junk')\n    return 1\n")
+    result = run(program, TestSuite.function(["assert f() == 2"], "f"))
+    assert not result.outcomes[0].passed
+
+
+def test_no_process_left_behind():
+    program = "import subprocess\ndef spawn():\n    subprocess.Popen(['sleep', '30'])\n    return 1\n"
+    before = _sleepers()
+    run(program, TestSuite.function(["assert spawn() == 1"], "spawn"))
+    deadline = time.monotonic() + 5  # SIGKILL was sent; give the kernel a moment to finish the kill
+    while _sleepers() > before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _sleepers() <= before
+
+
+def _sleepers() -> int:
+    count = 0
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    if f.read().split(") ")[-1].startswith("Z"):
+                        continue  # a zombie is dead, only not yet reaped
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if f.read().split(b"\0")[:2] == [b"sleep", b"30"]:
+                        count += 1
+            except OSError:
+                pass
+    return count

@@ -1,0 +1,1 @@
+"""Shared tools: sandbox, test runners, tracing, knowledge base, model factory."""

@@ -1,0 +1,259 @@
+"""Runs inside the sandboxed child process: executes one program against its tests.
+
+Standard library only, self-contained: it is started as ``python -I _runner.py`` in a scratch
+directory. It reads one JSON payload on stdin and writes one JSON line per finished test to a
+private copy of stdout; fds 0-2 are pointed at /dev/null (or at a test's input) before any
+untrusted code runs, so the program's own output cannot be mistaken for a result.
+"""
+
+import ast
+import io
+import json
+import linecache
+import os
+import resource
+import signal
+import sys
+import traceback
+
+SOLUTION_FILE = "<solution>"
+
+
+class TestTimeout(BaseException):
+    """Raised by the alarm when one test runs past its time limit."""
+
+
+class CappedWriter(io.TextIOBase):
+    """A text stream that keeps at most ``limit`` characters and counts what it dropped."""
+
+    def __init__(self, limit):
+        self.limit = limit
+        self.parts = []
+        self.size = 0
+        self.dropped = 0
+
+    def writable(self):
+        return True
+
+    def write(self, s):
+        s = str(s)
+        room = self.limit - self.size
+        if room > 0:
+            self.parts.append(s[:room])
+            self.size += min(len(s), room)
+        self.dropped += max(0, len(s) - max(room, 0))
+        return len(s)
+
+    @property
+    def buffer(self):  # programs that write bytes to sys.stdout.buffer
+        return _BytesAdapter(self)
+
+    def getvalue(self):
+        return "".join(self.parts)
+
+
+class _BytesAdapter:
+    def __init__(self, text):
+        self.text = text
+
+    def write(self, b):
+        return self.text.write(bytes(b).decode("utf-8", "replace"))
+
+    def flush(self):
+        pass
+
+
+def _alarm(_signum, _frame):
+    raise TestTimeout()
+
+
+def _limit_resources(limits):
+    def cap(which, value):
+        if value is None:
+            return
+        try:
+            resource.setrlimit(which, (value, value))
+        except (ValueError, OSError):
+            pass
+
+    cap(resource.RLIMIT_AS, limits.get("memory_bytes"))
+    cap(resource.RLIMIT_CPU, limits.get("cpu_seconds"))
+    cap(resource.RLIMIT_FSIZE, limits.get("file_bytes"))
+    cap(resource.RLIMIT_NPROC, limits.get("processes"))
+    cap(resource.RLIMIT_CORE, 0)
+
+
+def _short(text, limit=300):
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _error_line(exc):
+    name = type(exc).__name__
+    msg = str(exc)
+    return _short(f"{name}: {msg}" if msg else name)
+
+
+def _solution_traceback(exc):
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename in (SOLUTION_FILE, "<test>")]
+    lines = [f'  line {f.lineno}, in {f.name}: {(f.line or "").strip()}' for f in frames[-3:]]
+    return "\n".join(lines + [_error_line(exc)])
+
+
+def _reason(exc):
+    if isinstance(exc, TestTimeout):
+        return "timeout"
+    if isinstance(exc, MemoryError):
+        return "memory"
+    if isinstance(exc, RecursionError):
+        return "recursion"
+    if isinstance(exc, AssertionError):
+        return "wrong answer"
+    return "error"
+
+
+def _with_timeout(seconds, fn):
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return fn()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _equality_assert(test):
+    """For ``assert LEFT == RIGHT`` return the compiled sides, so the actual value can be shown."""
+    try:
+        tree = ast.parse(test)
+    except SyntaxError:
+        return None
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assert):
+        return None
+    cmp = tree.body[0].test
+    if not (isinstance(cmp, ast.Compare) and len(cmp.ops) == 1 and isinstance(cmp.ops[0], ast.Eq)):
+        return None
+    left = compile(ast.Expression(cmp.left), "<test>", "eval")
+    right = compile(ast.Expression(cmp.comparators[0]), "<test>", "eval")
+    return left, right
+
+
+def run_function_test(test, namespace, timeout, out_limit):
+    """Run one assert-style snippet in the program's namespace."""
+    result = {"test": test, "passed": False}
+    captured = CappedWriter(out_limit)
+    sys.stdout = captured
+    try:
+        sides = _equality_assert(test)
+        if sides:
+            left, right = sides
+            actual = _with_timeout(timeout, lambda: eval(left, namespace))
+            expected = eval(right, namespace)
+            result["actual"] = _short(repr(actual))
+            result["expected"] = _short(repr(expected))
+            result["passed"] = bool(actual == expected)
+            if not result["passed"]:
+                result["error"] = "AssertionError"
+                result["reason"] = "wrong answer"
+        else:
+            code = compile(test, "<test>", "exec")
+            _with_timeout(timeout, lambda: exec(code, namespace))
+            result["passed"] = True
+    except TestTimeout:
+        result.update(error=f"Timed out after {timeout:g} s", timed_out=True, reason="timeout")
+    except SystemExit as exc:
+        result.update(error=f"SystemExit({exc.code!r}) during the test", reason="crash")
+    except BaseException as exc:  # noqa: BLE001 - untrusted code may raise anything
+        result.update(error=_error_line(exc), traceback=_solution_traceback(exc), reason=_reason(exc))
+    finally:
+        sys.stdout = sys.__stdout__
+    if captured.dropped:
+        result["output_dropped"] = captured.dropped
+    return result
+
+
+def run_stdio_test(compiled, case, timeout, out_limit, index):
+    """Run the whole program as __main__ with the case's input on fd 0."""
+    path = f"stdin_{index}.txt"
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(case["input"])
+    fd = os.open(path, os.O_RDONLY)
+    if fd != 0:  # fd 0 is free (and reused) when the previous test closed it, e.g. via open(0)
+        os.dup2(fd, 0)
+        os.close(fd)
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+    captured = CappedWriter(out_limit)
+    sys.stdout = captured
+    result = {"test": case["input"], "expected": case["output"], "passed": False}
+    namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+    try:
+        _with_timeout(timeout, lambda: exec(compiled, namespace))
+    except SystemExit:
+        pass
+    except TestTimeout:
+        result.update(error=f"Timed out after {timeout:g} s", timed_out=True, reason="timeout")
+    except BaseException as exc:  # noqa: BLE001
+        result.update(error=_error_line(exc), traceback=_solution_traceback(exc), reason=_reason(exc))
+    finally:
+        sys.stdout = sys.__stdout__
+        sys.stdin = sys.__stdin__
+    output = captured.getvalue()
+    result["actual"] = _short(output, 2000)
+    if captured.dropped:
+        result["output_dropped"] = captured.dropped
+        result.setdefault("reason", "output limit")
+        result.setdefault("error", f"Output limit exceeded ({captured.dropped} characters cut)")
+    elif "error" not in result:
+        result["output_full"] = output
+    return result
+
+
+def main():
+    payload = json.loads(sys.stdin.read())
+    results = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    sys.stdout = sys.__stdout__ = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8")
+    sys.stderr = sys.__stderr__ = sys.stdout
+    sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+    signal.signal(signal.SIGALRM, _alarm)
+    sys.setrecursionlimit(payload.get("recursion_limit", 10000))
+    _limit_resources(payload.get("limits", {}))
+
+    def emit(obj):
+        results.write(json.dumps(obj) + "\n")
+        results.flush()
+
+    timeout = payload["timeout"]
+    out_limit = payload.get("output_limit", 1_000_000)
+    tests = payload["tests"]
+    code = payload["code"]
+    linecache.cache[SOLUTION_FILE] = (len(code), None, code.splitlines(True), SOLUTION_FILE)
+    try:
+        compiled = compile(code, SOLUTION_FILE, "exec")
+    except SyntaxError as exc:
+        emit({"setup_error": f"SyntaxError: {exc.msg} (line {exc.lineno})", "reason": "syntax"})
+        return
+    except (ValueError, MemoryError) as exc:
+        emit({"setup_error": _error_line(exc), "reason": "syntax"})
+        return
+
+    if payload["kind"] == "stdio":
+        for i in range(payload.get("start", 0), len(tests)):
+            emit({"i": i, **run_stdio_test(compiled, tests[i], timeout, out_limit, i)})
+        return
+
+    namespace = {"__name__": "__solution__", "__builtins__": __builtins__}
+    try:
+        _with_timeout(timeout, lambda: exec(compiled, namespace))
+    except TestTimeout:
+        emit({"setup_error": f"Timed out after {timeout:g} s while defining the program", "reason": "timeout"})
+        return
+    except BaseException as exc:  # noqa: BLE001
+        reason = "crash" if isinstance(exc, SystemExit) else _reason(exc)
+        emit({"setup_error": _solution_traceback(exc), "reason": reason})
+        return
+    for i in range(payload.get("start", 0), len(tests)):
+        emit({"i": i, **run_function_test(tests[i], namespace, timeout, out_limit)})
+
+
+if __name__ == "__main__":
+    main()

