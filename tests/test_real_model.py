@@ -31,3 +31,32 @@ def test_cli_solves_humaneval_0_with_the_embedded_model():
     assert result["cost"]["llm_calls"] == 1 and result["cost"]["completion_tokens"] > 0
     assert "def has_close_elements" in result["final_code"]
     assert result["nodes"]["n1"]["execution"]["passed"] == 2
+
+
+def test_serve_runs_the_embedded_model_until_terminated():
+    import re
+    import signal
+    import time
+    import urllib.request
+
+    proc = subprocess.Popen([sys.executable, "-m", "codeforest.cli", "serve", "--model", "small", "--port", "0"],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        url = None
+        deadline = time.monotonic() + 120
+        while url is None and time.monotonic() < deadline:
+            line = proc.stderr.readline()
+            assert line or proc.poll() is None, "serve exited early"
+            match = re.search(r"(http://127\.0\.0\.1:\d+)/v1", line)
+            url = match and match.group(1)
+        body = json.dumps({"messages": [{"role": "user", "content": "Say OK."}], "max_tokens": 4}).encode()
+        request = urllib.request.Request(url + "/v1/chat/completions", data=body,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=120) as resp:
+            reply = json.loads(resp.read())
+        assert reply["usage"]["completion_tokens"] > 0
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        proc.kill()
+        proc.wait()
