@@ -217,6 +217,11 @@ def main():
     signal.signal(signal.SIGALRM, _alarm)
     sys.setrecursionlimit(payload.get("recursion_limit", 10000))
     _limit_resources(payload.get("limits", {}))
+    uid = payload.get("drop_to_uid")
+    if uid is not None and os.getuid() == 0:  # as root, rlimits on processes would not apply
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
 
     def emit(obj):
         results.write(json.dumps(obj) + "\n")

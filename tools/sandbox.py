@@ -10,6 +10,7 @@ hangs or kills the process costs only itself: the remaining tests run in a fresh
 from __future__ import annotations
 
 import json
+import logging
 import os
 import selectors
 import shutil
@@ -19,7 +20,9 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 from typing import Protocol
 
 from codeforest.tools.testing import ExecutionResult, TestOutcome, TestSuite, outputs_match
@@ -34,7 +37,7 @@ class Limits:
 
     memory_mb: int = 2048
     file_mb: int = 16
-    processes: int = 64
+    processes: int = 128
     output_chars: int = 1_000_000
 
 
@@ -44,13 +47,14 @@ class Sandbox(Protocol):
     def run(self, code: str, tests: TestSuite, *, timeout: float = 5.0) -> ExecutionResult: ...
 
 
-class LocalSandbox:
-    """Fresh subprocess per program, rlimits, scrubbed environment, process-group kill."""
+class ChildSandbox:
+    """The test loop shared by the backends: one child per program, respawned after a fatal test.
 
-    def __init__(self, limits: Limits | None = None, python: str | None = None):
-        self.limits = limits or Limits()
-        self.python = python or sys.executable
-        self.runner = str(resources.files("codeforest.tools") / "_runner.py")
+    A backend supplies ``_run_child(payload, timeout)``: start the runner with ``payload``, return
+    the result lines it wrote and, if it stopped early, why.
+    """
+
+    limits: Limits
 
     def run(self, code: str, tests: TestSuite, *, timeout: float = 5.0) -> ExecutionResult:
         """Run ``code`` against every test in ``tests``; ``timeout`` is per test, in seconds."""
@@ -58,35 +62,30 @@ class LocalSandbox:
         total = len(tests)
         outcomes: list[TestOutcome | None] = [None] * total
         error = None
-        workdir = tempfile.mkdtemp(prefix="codeforest-run-")
-        try:
-            start = 0
-            while start < total:
-                lines, crash = self._run_child(code, tests, start, timeout, workdir)
-                setup = next((ln for ln in lines if "setup_error" in ln), None)
-                if setup:
-                    error = setup["setup_error"]
-                    for i in range(start, total):
-                        outcomes[i] = _failed(tests, i, error, setup.get("reason", "error"))
-                    break
-                for line in lines:
-                    outcomes[line["i"]] = _outcome(tests, line)
-                nxt = next((i for i in range(start, total) if outcomes[i] is None), total)
-                if nxt < total:  # the child died or hung inside test `nxt`
-                    outcomes[nxt] = _failed(tests, nxt, crash or "The program ended unexpectedly",
-                                            "timeout" if crash and "Timed out" in crash else "crash",
-                                            timed_out=bool(crash and "Timed out" in crash))
-                start = nxt + 1
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+        start = 0
+        while start < total:
+            lines, crash = self._run_child(self._payload(code, tests, start, timeout), timeout)
+            setup = next((ln for ln in lines if "setup_error" in ln), None)
+            if setup:
+                error = setup["setup_error"]
+                for i in range(start, total):
+                    outcomes[i] = _failed(tests, i, error, setup.get("reason", "error"))
+                break
+            for line in lines:
+                outcomes[line["i"]] = _outcome(tests, line)
+            nxt = next((i for i in range(start, total) if outcomes[i] is None), total)
+            if nxt < total:  # the child died or hung inside test `nxt`
+                timed_out = bool(crash and "Timed out" in crash)
+                outcomes[nxt] = _failed(tests, nxt, crash or "The program ended unexpectedly",
+                                        "timeout" if timed_out else "crash", timed_out=timed_out)
+            start = nxt + 1
         final = [o for o in outcomes if o is not None]
-        passed = sum(o.passed for o in final)
-        return ExecutionResult(passed=passed, total=total, outcomes=final,
+        return ExecutionResult(passed=sum(o.passed for o in final), total=total, outcomes=final,
                                wall_s=time.monotonic() - started, error=error)
 
-    def _payload(self, code: str, tests: TestSuite, start: int, timeout: float) -> bytes:
+    def _payload(self, code: str, tests: TestSuite, start: int, timeout: float) -> dict:
         limits = self.limits
-        return json.dumps({
+        return {
             "code": code,
             "kind": tests.kind,
             "tests": list(tests.tests),
@@ -99,63 +98,149 @@ class LocalSandbox:
                 "file_bytes": limits.file_mb * 1024 * 1024,
                 "processes": limits.processes,
             },
-        }).encode()
+        }
 
-    def _run_child(self, code, tests, start, timeout, workdir) -> tuple[list[dict], str | None]:
-        """Run tests[start:] in one child; return the result lines and why it stopped early, if it did."""
-        proc = subprocess.Popen(
-            [self.python, "-I", self.runner],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            cwd=workdir, env=scrubbed_env(workdir), start_new_session=True,
-        )
+    def _run_child(self, payload: dict, timeout: float) -> tuple[list[dict], str | None]:
+        raise NotImplementedError
+
+
+RUNNER_SOURCE = resources.files("codeforest.tools").joinpath("_runner.py")
+SANDBOX_DIR = "/sandbox"  # where the scratch directory appears inside bubblewrap
+NOBODY = 65534
+log = logging.getLogger("codeforest.sandbox")
+
+
+class LocalSandbox(ChildSandbox):
+    """A fresh local process per program: bubblewrap where available, rlimits always.
+
+    ``isolation`` is ``auto`` (bubblewrap when it works, else rlimits only, with one warning),
+    ``bwrap`` (required) or ``none``.
+    """
+
+    def __init__(self, limits: Limits | None = None, python: str | None = None, isolation: str = "auto"):
+        self.limits = limits or Limits()
+        self.python = python or sys.executable
+        if isolation not in ("auto", "bwrap", "none"):
+            raise ValueError(f"isolation must be auto, bwrap or none, not {isolation!r}")
+        usable = bwrap_available()
+        if isolation == "bwrap" and not usable:
+            raise RuntimeError("bubblewrap (bwrap) is required but missing or not usable here; "
+                               "install it (Debian/Ubuntu: apt install bubblewrap)")
+        if isolation == "auto" and not usable:
+            _warn_no_bwrap()
+        self.use_bwrap = usable and isolation != "none"
+
+    def _command(self, workdir: str) -> list[str]:
+        if not self.use_bwrap:
+            return [self.python, "-I", os.path.join(workdir, "_runner.py")]
+        return [*bwrap_prefix(workdir), self.python, "-I", f"{SANDBOX_DIR}/_runner.py"]
+
+    def _run_child(self, payload: dict, timeout: float) -> tuple[list[dict], str | None]:
+        """Run the tests from ``payload['start']`` on in one child; return its lines and why it stopped early."""
+        workdir = tempfile.mkdtemp(prefix="codeforest-run-")
         try:
-            proc.stdin.write(self._payload(code, tests, start, timeout))
-            proc.stdin.close()
-        except BrokenPipeError:
-            pass
-        lines: list[dict] = []
-        why = None
-        buffer = b""
-        received = 0
-        deadline = time.monotonic() + timeout + STARTUP_GRACE_S
-        with selectors.DefaultSelector() as sel:
-            sel.register(proc.stdout, selectors.EVENT_READ)
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    why = f"Timed out after {timeout:g} s (killed)"
-                    break
-                if not sel.select(remaining):
+            shutil.copyfile(str(RUNNER_SOURCE), os.path.join(workdir, "_runner.py"))
+            if self.use_bwrap and os.getuid() == 0:
+                payload = {**payload, "drop_to_uid": NOBODY}  # root inside the sandbox would escape rlimits
+                os.chown(workdir, NOBODY, NOBODY)
+            env = scrubbed_env(SANDBOX_DIR if self.use_bwrap else workdir)
+            proc = subprocess.Popen(
+                self._command(workdir), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                cwd=workdir, env=env, start_new_session=True,
+            )
+            return _collect(proc, json.dumps(payload).encode(), timeout)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def bwrap_prefix(workdir: str) -> list[str]:
+    """The bubblewrap command line: no network, read-only system, private /tmp, own pid namespace."""
+    args = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--unshare-ipc",
+            "--unshare-uts", "--unshare-cgroup-try"]
+    if os.getuid() != 0:
+        args.append("--unshare-user")  # unprivileged bubblewrap needs a user namespace
+    system = ("/usr", "/bin", "/lib", "/lib64", "/sbin", "/etc")
+    for path in system:
+        args += ["--ro-bind-try", path, path]
+    prefixes = list(dict.fromkeys((sys.base_prefix, sys.prefix)))  # the interpreter and its venv, nothing else
+    for path in prefixes:
+        for parent in reversed(Path(path).parents[:-1]):  # traversable by the unprivileged user
+            if not str(parent).startswith(system):
+                args += ["--perms", "0755", "--dir", str(parent)]
+        args += ["--ro-bind", path, path]
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+             "--bind", workdir, SANDBOX_DIR, "--chdir", SANDBOX_DIR, "--"]
+    return args
+
+
+@lru_cache(maxsize=1)
+def bwrap_available() -> bool:
+    """True when bubblewrap exists and can start a sandbox on this machine."""
+    if shutil.which("bwrap") is None:
+        return False
+    try:
+        probe = subprocess.run([*bwrap_prefix(tempfile.gettempdir()), "true"], capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0
+
+
+@lru_cache(maxsize=1)
+def _warn_no_bwrap() -> None:
+    log.warning("bubblewrap (bwrap) is not available: generated code runs with rlimits only, without "
+                "network or file-system isolation. Install it (Debian/Ubuntu: apt install bubblewrap).")
+
+
+def _collect(proc: subprocess.Popen, payload: bytes, timeout: float) -> tuple[list[dict], str | None]:
+    """Feed the payload, read result lines under a per-test wall clock, then kill the process group."""
+    try:
+        proc.stdin.write(payload)
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+    lines: list[dict] = []
+    why = None
+    buffer = b""
+    received = 0
+    deadline = time.monotonic() + timeout + STARTUP_GRACE_S
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                why = f"Timed out after {timeout:g} s (killed)"
+                break
+            if not sel.select(remaining):
+                continue
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            received += len(chunk)
+            if received > RESULT_BYTES_LIMIT:
+                why = "Output limit exceeded (killed)"
+                break
+            buffer += chunk
+            *complete, buffer = buffer.split(b"\n")
+            for raw in complete:
+                try:
+                    lines.append(json.loads(raw))
+                except ValueError:
                     continue
-                chunk = os.read(proc.stdout.fileno(), 65536)
-                if not chunk:
-                    break
-                received += len(chunk)
-                if received > RESULT_BYTES_LIMIT:
-                    why = "Output limit exceeded (killed)"
-                    break
-                buffer += chunk
-                *complete, buffer = buffer.split(b"\n")
-                for raw in complete:
-                    try:
-                        lines.append(json.loads(raw))
-                    except ValueError:
-                        continue
-                    deadline = time.monotonic() + timeout + 1.0  # progress: the next test gets its own clock
-        if why is None:  # the results pipe closed: let the child finish exiting before the group is killed
-            try:
-                proc.wait(timeout=1.0)
-            except subprocess.TimeoutExpired:
-                pass
-        _kill_group(proc)
-        proc.stdout.close()
-        if why is None and proc.returncode and proc.returncode < 0:
-            why = f"Killed by signal {signal.Signals(-proc.returncode).name}"
-            if -proc.returncode == signal.SIGXCPU:
-                why = "CPU time limit exceeded"
-        elif why is None and proc.returncode:
-            why = f"The program exited with status {proc.returncode}"
-        return lines, why
+                deadline = time.monotonic() + timeout + 1.0  # progress: the next test gets its own clock
+    if why is None:  # the results pipe closed: let the child finish exiting before the group is killed
+        try:
+            proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            pass
+    _kill_group(proc)
+    proc.stdout.close()
+    if why is None and proc.returncode and proc.returncode < 0:
+        why = f"Killed by signal {signal.Signals(-proc.returncode).name}"
+        if -proc.returncode == signal.SIGXCPU:
+            why = "CPU time limit exceeded"
+    elif why is None and proc.returncode:
+        why = f"The program exited with status {proc.returncode}"
+    return lines, why
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

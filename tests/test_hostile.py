@@ -1,0 +1,187 @@
+"""Hostile programs: the sandbox contains each one and reports a clear failure.
+
+Runs under bubblewrap (installed by .ci/run); fails, never skips, when bubblewrap is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from codeforest.tools.sandbox import LocalSandbox
+from codeforest.tools.testing import TestSuite
+
+SECRET = "sk-hostile-secret-4242"
+RESULTS: list = []
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    return LocalSandbox(isolation="bwrap")  # raises when bubblewrap is not usable
+
+
+@pytest.fixture(autouse=True)
+def _secret_in_env(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("E2B_API_KEY", SECRET)
+
+
+def run(sandbox, program: str, tests: list[str], timeout: float = 1.0):
+    result = sandbox.run(program, TestSuite.function(tests, "f"), timeout=timeout)
+    RESULTS.append(result)
+    return result
+
+
+def test_infinite_loop_times_out_and_the_next_test_runs(sandbox):
+    result = run(sandbox, "def f():\n    while True:\n        pass\n", ["assert f() == 1", "assert 2 == 2"])
+    assert result.outcomes[0].timed_out and result.outcomes[0].reason == "timeout"
+    assert result.outcomes[1].passed
+
+
+def test_fork_bomb_is_contained(sandbox):
+    program = ("import os\ndef f():\n    while True:\n        try:\n            os.fork()\n"
+               "        except OSError:\n            pass\n")
+    result = run(sandbox, program, ["assert f() == 1", "assert 3 == 3"], timeout=1.0)
+    assert not result.outcomes[0].passed and result.outcomes[1].passed
+
+
+def test_memory_bomb_is_a_memory_failure(sandbox):
+    program = "def f():\n    blocks = []\n    while True:\n        blocks.append(bytearray(100 * 1024 * 1024))\n"
+    result = run(sandbox, program, ["assert f() == 1", "assert 4 == 4"], timeout=5.0)
+    assert result.outcomes[0].reason == "memory" and result.outcomes[1].passed
+
+
+def test_100_mb_of_stdout_is_cut(sandbox):
+    program = "import sys\nfor _ in range(100):\n    sys.stdout.write('x' * 1_000_000)\n"
+    result = sandbox.run(program, TestSuite.stdio([{"input": "", "output": "x"}]), timeout=5.0)
+    RESULTS.append(result)
+    outcome = result.outcomes[0]
+    assert not outcome.passed and outcome.reason == "output limit" and "characters cut" in outcome.error
+    assert len(outcome.actual) <= 2010
+
+
+def test_network_is_unreachable(sandbox):
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.settimeout(3)
+    port = listener.getsockname()[1]
+    accepted = []
+
+    def accept():
+        try:
+            accepted.append(listener.accept())
+        except OSError:
+            pass
+
+    thread = threading.Thread(target=accept)
+    thread.start()
+    program = ("import socket\ndef f():\n"
+               f"    socket.create_connection(('127.0.0.1', {port}), timeout=1).sendall(b'hi')\n")
+    result = run(sandbox, program, ["assert f() is None"])
+    thread.join()
+    listener.close()
+    assert accepted == [] and not result.outcomes[0].passed
+    assert "ConnectionRefusedError" in result.outcomes[0].error or "OSError" in result.outcomes[0].error
+
+
+def test_secrets_are_not_in_the_environment(sandbox):
+    program = ("import os\ndef f():\n    seen = dict(os.environ)\n"
+               "    for pid in os.listdir('/proc'):\n"
+               "        try:\n            seen[pid] = open(f'/proc/{pid}/environ', 'rb').read().decode('latin1')\n"
+               "        except OSError:\n            pass\n    return repr(seen)\n")
+    result = run(sandbox, program, ["assert f() == ''"])
+    assert result.outcomes[0].actual and SECRET not in result.outcomes[0].actual
+
+
+def test_cannot_write_home_or_outside_tmp(sandbox, tmp_path):
+    home_target = Path.home() / "codeforest-pwned.txt"
+    repo_target = Path(__file__).resolve().parent.parent / "codeforest-pwned.txt"
+    outside = tmp_path / "pwned.txt"
+    program = ("def f(paths):\n    wrote = []\n    for p in paths:\n        try:\n"
+               "            open(p, 'w').write('x')\n            wrote.append(p)\n"
+               "        except OSError:\n            pass\n    return wrote\n")
+    paths = [str(home_target), str(repo_target), str(outside), "/etc/codeforest-pwned", "/usr/codeforest-pwned"]
+    run(sandbox, program, [f"assert f({paths!r}) == []"])
+    for path in paths:
+        assert not Path(path).exists(), f"the sandbox wrote {path}"
+
+
+def test_cannot_delete_files_it_can_see(sandbox):
+    sentinel = Path(sys.prefix) / "codeforest-sentinel.txt"  # the venv is visible, read-only
+    sentinel.write_text("keep me")
+    try:
+        program = f"import os\ndef f():\n    os.remove({str(sentinel)!r})\n    return 'deleted'\n"
+        result = run(sandbox, program, ["assert f() == 'deleted'"])
+        assert sentinel.exists() and not result.outcomes[0].passed
+    finally:
+        sentinel.unlink()
+
+
+def test_cannot_kill_its_parent(sandbox):
+    program = (f"import os, signal\ndef f():\n    for pid in (os.getppid(), {os.getpid()}, 1):\n"
+               "        try:\n            os.kill(pid, signal.SIGKILL)\n        except OSError:\n            pass\n"
+               "    return 1\n")
+    result = run(sandbox, program, ["assert f() == 1", "assert 5 == 5"])
+    assert result.outcomes[1].passed  # the runner survived, and so did we
+
+
+def test_exit_mid_test_fails_only_that_test(sandbox):
+    program = "import os, sys\ndef f(how):\n    if how == 'exit':\n        sys.exit(0)\n    os._exit(0)\n"
+    result = run(sandbox, program, ["assert f('exit')", "assert 1 == 1", "assert f('_exit')", "assert 2 == 2"])
+    assert [o.passed for o in result.outcomes] == [False, True, False, True]
+    assert result.outcomes[0].reason == "crash" and result.outcomes[2].reason == "crash"
+
+
+def test_recursion_overflow(sandbox):
+    program = ("import sys\ndef f(n=0):\n    return f(n + 1)\n"
+               "def g(n=0):\n    sys.setrecursionlimit(10 ** 7)\n    return g(n + 1)\n")
+    result = run(sandbox, program, ["assert f() == 1", "assert g() == 1", "assert 6 == 6"], timeout=5.0)
+    assert result.outcomes[0].reason == "recursion"
+    assert not result.outcomes[1].passed and result.outcomes[2].passed
+
+
+def test_blocking_on_stdin_does_not_hang(sandbox):
+    program = "import os\ndef f():\n    return input()\ndef g():\n    return os.read(0, 10)\n"
+    result = run(sandbox, program, ["assert f() == 'x'", "assert g() == b'x'"], timeout=3.0)
+    assert not any(o.timed_out for o in result.outcomes)
+    assert "EOFError" in result.outcomes[0].error
+
+
+def test_finally_that_sleeps_forever(sandbox):
+    program = ("import time\ndef f():\n    try:\n        while True:\n            pass\n"
+               "    finally:\n        time.sleep(10 ** 6)\n")
+    result = run(sandbox, program, ["assert f() == 1", "assert 7 == 7"], timeout=1.0)
+    assert result.outcomes[0].timed_out and result.outcomes[1].passed
+
+
+def test_after_the_suite_nothing_is_left(sandbox):
+    """Runs last in this module: no sandboxed process survives, no secret is in any result."""
+    assert len(RESULTS) >= 10
+    assert SECRET not in repr([r.to_dict() for r in RESULTS])
+    deadline = time.monotonic() + 5
+    while _sandbox_processes() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _sandbox_processes() == []
+
+
+def _sandbox_processes() -> list[str]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        state = next((ln for ln in status.splitlines() if ln.startswith("State:")), "")
+        uid = next((ln.split()[1] for ln in status.splitlines() if ln.startswith("Uid:")), "")
+        if "zombie" not in state and (uid == "65534" or "_runner.py" in cmdline):
+            found.append(cmdline)
+    return found
