@@ -6,9 +6,11 @@ import argparse
 import json
 import signal
 import sys
+import textwrap
 import threading
 
 from rich.console import Console
+from rich.markup import escape
 
 from codeforest.context import Context
 from codeforest.problems import DatasetError, Task, load_dataset, load_problem
@@ -51,6 +53,19 @@ def _parser() -> argparse.ArgumentParser:
     solve.add_argument("--show-nodes", action="store_true", help="print the node table after the code")
     _add_context_args(solve)
     solve.set_defaults(func=cmd_solve)
+
+    check = sub.add_parser("check", help="run your program on a problem's tests in the sandbox")
+    check.add_argument("program", help="a Python file")
+    where = check.add_mutually_exclusive_group(required=True)
+    where.add_argument("--dataset", help="a dataset name or .jsonl path (with --problem)")
+    where.add_argument("--problem-file", help="a .jsonl/.json file in the benchmark format")
+    check.add_argument("--problem", help="problem id")
+    check.add_argument("--private", action="store_true", help="also run the private tests")
+    check.add_argument("--backend", choices=["local", "e2b"], help="sandbox backend (default: local)")
+    check.add_argument("--timeout", type=float, default=5.0, help="seconds per test")
+    check.add_argument("--data-dir", help="benchmark folder")
+    check.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    check.set_defaults(func=cmd_check)
 
     serve = sub.add_parser("serve", help="run the embedded model server in the foreground")
     serve.add_argument("--model", default="local", help="local (1.5B, default), small (0.5B) or a .gguf path")
@@ -161,6 +176,53 @@ def _print_human(result: dict, show_nodes: bool) -> None:
     if show_nodes:
         out.rule("nodes")
         out.print_json(json.dumps(result["nodes"]))
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Run a user's program on a problem's public (and, with --private, private) tests; exit 1 on a failure."""
+    from pathlib import Path
+
+    from codeforest.problems import public_suite
+    from codeforest.tools.sandbox import run
+
+    code = Path(args.program).read_text(encoding="utf-8")
+    task = _task_from_args(args)
+    suites = {"public": public_suite(task.problem)}
+    if args.private:
+        if task.private_tests is None:
+            raise DatasetError(f"{task.id} has no private tests")
+        suites["private"] = task.private_tests
+    report = {"problem_id": task.id, "passed": 0, "total": 0, "outcomes": []}
+    for name, suite in suites.items():
+        result = run(code, suite, timeout=args.timeout, backend=args.backend)
+        report["passed"] += result.passed
+        report["total"] += result.total
+        for outcome in result.outcomes:
+            report["outcomes"].append({"suite": name, "test": outcome.test, "passed": outcome.passed,
+                                       "reason": None if outcome.passed else (outcome.reason or "error"),
+                                       "expected": outcome.expected, "actual": outcome.actual,
+                                       "error": outcome.error, "traceback": outcome.traceback,
+                                       "timed_out": outcome.timed_out})
+    if args.json:
+        print(json.dumps(report))
+    else:
+        _print_check(report)
+    return 0 if report["passed"] == report["total"] else 1
+
+
+def _print_check(report: dict) -> None:
+    out = Console(highlight=False)
+    out.print(f"[bold]{report['problem_id']}[/bold]: {report['passed']}/{report['total']} tests passed")
+    for o in report["outcomes"]:
+        mark = "[green]PASS[/green]" if o["passed"] else f"[red]FAIL[/red] ({o['reason']})"
+        test = o["test"].strip().splitlines()[-1] if o["test"].strip() else repr(o["test"])
+        suite = escape("[" + o["suite"] + "]")
+        out.print(f"  {mark} {suite} {escape(test[:100])}")
+        if not o["passed"]:
+            detail = o["traceback"] or o["error"] or f"expected {o['expected']!r}, got {o['actual']!r}"
+            if o["reason"] == "wrong answer" and o["actual"] is not None:
+                detail = f"expected {o['expected']}, got {o['actual']}"
+            out.print(textwrap.indent(detail[:600], "        "), markup=False)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -86,3 +86,23 @@ def test_errors_are_one_clear_line(capsys, tmp_path):
     path.write_text(json.dumps(rec) + "\n" + json.dumps({**rec, "task_id": "B"}) + "\n")
     assert main(["solve", "--problem-file", str(path), "--base-url", "http://127.0.0.1:9/v1"]) == 2
     assert "holds 2 problems" in capsys.readouterr().err
+
+
+def test_check_reports_each_test_with_a_reason(capsys, tmp_path):
+    program = tmp_path / "prog.py"
+    program.write_text("def has_close_elements(numbers, threshold):\n"
+                       "    if threshold == 0.5:\n        while True:\n            pass\n    return threshold == 0.3\n")
+    code = main(["check", str(program), "--dataset", "humaneval", "--problem", "HumanEval/0", "--private",
+                 "--timeout", "1", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1 and (report["passed"], report["total"]) == (1, 3)
+    assert [(o["suite"], o["reason"]) for o in report["outcomes"]] == [
+        ("public", "timeout"), ("public", None), ("private", "wrong answer")]
+
+
+def test_check_human_output_shows_the_failing_line(capsys, tmp_path):
+    program = tmp_path / "prog.py"
+    program.write_text("def has_close_elements(numbers, threshold):\n    return 1 / 0\n")
+    assert main(["check", str(program), "--dataset", "humaneval", "--problem", "0"]) == 1
+    out = capsys.readouterr().out
+    assert "0/2 tests passed" in out and "return 1 / 0" in out and "ZeroDivisionError" in out

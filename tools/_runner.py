@@ -138,6 +138,7 @@ def _equality_assert(test):
 def run_function_test(test, namespace, timeout, out_limit):
     """Run one assert-style snippet in the program's namespace."""
     result = {"test": test, "passed": False}
+    linecache.cache["<test>"] = (len(test), None, test.splitlines(True), "<test>")
     captured = CappedWriter(out_limit)
     sys.stdout = captured
     try:
