@@ -15,6 +15,8 @@ import resource
 import signal
 import sys
 import traceback
+import types
+from collections import deque
 
 SOLUTION_FILE = "<solution>"
 
@@ -206,6 +208,101 @@ def run_stdio_test(compiled, case, timeout, out_limit, index):
     return result
 
 
+def _clip(text, limit=100):
+    """Long values as the first 50 + '...' + last 50 characters (RethinkMCTS's released code)."""
+    return text if len(text) <= limit else text[:50] + "..." + text[-50:]
+
+
+def _safe_repr(value):
+    try:
+        return _clip(repr(value))
+    except BaseException:  # noqa: BLE001 - a user __repr__ may raise anything
+        return "<unprintable>"
+
+
+def _snapshot(frame):
+    return {name: _safe_repr(value) for name, value in frame.f_locals.items()
+            if not name.startswith("__")
+            and not isinstance(value, (types.ModuleType, types.FunctionType, type, types.BuiltinFunctionType))}
+
+
+class Recorder:
+    """Line and return events of the program's own frames: the first and last ``keep`` of them."""
+
+    def __init__(self, keep=400):
+        self.head = []
+        self.tail = deque(maxlen=keep)
+        self.keep = keep
+        self.count = 0
+        self.frames = {}
+
+    def record(self, event):
+        self.count += 1
+        if len(self.head) < self.keep:
+            self.head.append(event)
+        else:
+            self.tail.append(event)
+
+    def tracer(self, frame, event, arg):
+        if frame.f_code.co_filename != SOLUTION_FILE:
+            return None
+        if event in ("line", "return"):
+            frame_no = self.frames.setdefault(id(frame), len(self.frames))
+            item = {"line": frame.f_lineno, "event": event, "fn": frame.f_code.co_name, "frame": frame_no,
+                    "vars": _snapshot(frame)}
+            if event == "return":
+                item["ret"] = _safe_repr(arg)
+            self.record(item)
+        return self.tracer
+
+    def events(self):
+        dropped = self.count - len(self.head) - len(self.tail)
+        return self.head + ([{"event": "gap", "dropped": dropped}] if dropped else []) + list(self.tail)
+
+
+def run_traced(compiled, payload, namespace):
+    """Run one test with a line tracer on the program's frames; return the recorded events."""
+    index = payload["trace"]
+    timeout = payload["timeout"]
+    case = payload["tests"][index]
+    recorder = Recorder()
+    sys.stdout = CappedWriter(payload.get("output_limit", 1_000_000))
+    outcome = {"trace": None}
+    try:
+        if payload["kind"] == "stdio":
+            with open("stdin_trace.txt", "w", encoding="utf-8") as f:
+                f.write(case["input"])
+            fd = os.open("stdin_trace.txt", os.O_RDONLY)
+            if fd != 0:
+                os.dup2(fd, 0)
+                os.close(fd)
+            sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+            target = compiled
+            namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+        else:
+            linecache.cache["<test>"] = (len(case), None, case.splitlines(True), "<test>")
+            target = compile(case, "<test>", "exec")
+
+        def go():
+            sys.settrace(recorder.tracer)
+            try:
+                exec(target, namespace)
+            finally:
+                sys.settrace(None)
+
+        _with_timeout(timeout, go)
+    except TestTimeout:
+        return {"trace": None, "error": f"Timed out after {timeout:g} s"}
+    except SystemExit:
+        pass
+    except BaseException as exc:  # noqa: BLE001 - the failing test's exception is part of the trace
+        outcome["exception"] = _error_line(exc)
+    finally:
+        sys.stdout = sys.__stdout__
+    outcome["trace"] = recorder.events()
+    return outcome
+
+
 def main():
     payload = json.loads(sys.stdin.read())
     results = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
@@ -242,6 +339,9 @@ def main():
         emit({"setup_error": _error_line(exc), "reason": "syntax"})
         return
 
+    if payload["kind"] == "stdio" and "trace" in payload:
+        emit(run_traced(compiled, payload, None))
+        return
     if payload["kind"] == "stdio":
         for i in range(payload.get("start", 0), len(tests)):
             emit({"i": i, **run_stdio_test(compiled, tests[i], timeout, out_limit, i)})
@@ -256,6 +356,9 @@ def main():
     except BaseException as exc:  # noqa: BLE001
         reason = "crash" if isinstance(exc, SystemExit) else _reason(exc)
         emit({"setup_error": _solution_traceback(exc), "reason": reason})
+        return
+    if "trace" in payload:
+        emit(run_traced(compiled, payload, namespace))
         return
     for i in range(payload.get("start", 0), len(tests)):
         emit({"i": i, **run_function_test(tests[i], namespace, timeout, out_limit)})

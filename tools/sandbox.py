@@ -100,6 +100,15 @@ class ChildSandbox:
             },
         }
 
+    def trace(self, code: str, tests: TestSuite, index: int, *, timeout: float = 5.0) -> dict:
+        """Run test ``index`` under a line tracer; ``{"trace": events | None, ...}``."""
+        payload = {**self._payload(code, tests, 0, timeout), "trace": index}
+        lines, why = self._run_child(payload, timeout)
+        for line in lines:
+            if "trace" in line or "setup_error" in line:
+                return line
+        return {"trace": None, "error": why or "the trace produced no result"}
+
     def _run_child(self, payload: dict, timeout: float) -> tuple[list[dict], str | None]:
         raise NotImplementedError
 
