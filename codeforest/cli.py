@@ -67,6 +67,11 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     check.set_defaults(func=cmd_check)
 
+    bench_sb = sub.add_parser("bench-sandbox", help="time the sandbox against a bare interpreter")
+    bench_sb.add_argument("--repeat", type=int, default=20)
+    bench_sb.add_argument("--json", action="store_true")
+    bench_sb.set_defaults(func=cmd_bench_sandbox)
+
     serve = sub.add_parser("serve", help="run the embedded model server in the foreground")
     serve.add_argument("--model", default="local", help="local (1.5B, default), small (0.5B) or a .gguf path")
     serve.add_argument("--port", type=int, default=8080, help="port on 127.0.0.1 (0 = any free port)")
@@ -223,6 +228,21 @@ def _print_check(report: dict) -> None:
             if o["reason"] == "wrong answer" and o["actual"] is not None:
                 detail = f"expected {o['expected']}, got {o['actual']}"
             out.print(textwrap.indent(detail[:600], "        "), markup=False)
+
+
+def cmd_bench_sandbox(args: argparse.Namespace) -> int:
+    """Print the median time of a 5-test program per runner and its ratio to a bare interpreter."""
+    from codeforest.sandbox_bench import bench_sandbox
+
+    report = bench_sandbox(args.repeat)
+    if args.json:
+        print(json.dumps(report))
+        return 0
+    out = Console(highlight=False)
+    out.print(f"A {report['tests']}-test program, median of {report['repeat']} runs:")
+    for row in report["rows"]:
+        out.print(f"  {row['runner']:<28} {row['median_ms']:8.1f} ms   {row['ratio']:.2f}x")
+    return 0
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

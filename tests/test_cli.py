@@ -106,3 +106,11 @@ def test_check_human_output_shows_the_failing_line(capsys, tmp_path):
     assert main(["check", str(program), "--dataset", "humaneval", "--problem", "0"]) == 1
     out = capsys.readouterr().out
     assert "0/2 tests passed" in out and "return 1 / 0" in out and "ZeroDivisionError" in out
+
+
+def test_bench_sandbox_reports_each_runner_against_bare_python(capsys):
+    assert main(["bench-sandbox", "--repeat", "2", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    runners = [row["runner"] for row in report["rows"]]
+    assert runners == ["bare python -c", "sandbox, rlimits only", "sandbox, bwrap + rlimits"]
+    assert report["rows"][0]["ratio"] == 1.0 and all(row["median_ms"] > 0 for row in report["rows"])

@@ -7,6 +7,7 @@ untrusted code runs, so the program's own output cannot be mistaken for a result
 """
 
 import ast
+import builtins
 import io
 import json
 import linecache
@@ -305,6 +306,13 @@ def run_traced(compiled, payload, namespace):
 
 def main():
     payload = json.loads(sys.stdin.read())
+    sys.path.extend(payload.get("sys_path", []))  # started with -S: third-party packages stay importable
+    if not hasattr(builtins, "exit"):  # site adds exit() and quit(); programs use them
+
+        def _exit(code=None):
+            raise SystemExit(code)
+
+        builtins.exit = builtins.quit = _exit
     results = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from functools import lru_cache
@@ -116,6 +117,7 @@ class ChildSandbox:
 RUNNER_SOURCE = resources.files("codeforest.tools").joinpath("_runner.py")
 SANDBOX_DIR = "/sandbox"  # where the scratch directory appears inside bubblewrap
 NOBODY = 65534
+SITE_PACKAGES = [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
 log = logging.getLogger("codeforest.sandbox")
 
 
@@ -140,15 +142,18 @@ class LocalSandbox(ChildSandbox):
         self.use_bwrap = usable and isolation != "none"
 
     def _command(self, workdir: str) -> list[str]:
+        # -S skips site's start-up work (.pth files, editable finders: most of a bare interpreter's
+        # start-up time); the runner puts the site-packages folders back on sys.path itself.
         if not self.use_bwrap:
-            return [self.python, "-I", os.path.join(workdir, "_runner.py")]
-        return [*bwrap_prefix(workdir), self.python, "-I", f"{SANDBOX_DIR}/_runner.py"]
+            return [self.python, "-I", "-S", os.path.join(workdir, "_runner.py")]
+        return [*bwrap_prefix(workdir), self.python, "-I", "-S", f"{SANDBOX_DIR}/_runner.py"]
 
     def _run_child(self, payload: dict, timeout: float) -> tuple[list[dict], str | None]:
         """Run the tests from ``payload['start']`` on in one child; return its lines and why it stopped early."""
         workdir = tempfile.mkdtemp(prefix="codeforest-run-")
         try:
             shutil.copyfile(str(RUNNER_SOURCE), os.path.join(workdir, "_runner.py"))
+            payload = {**payload, "sys_path": SITE_PACKAGES}
             if self.use_bwrap and os.getuid() == 0:
                 payload = {**payload, "drop_to_uid": NOBODY}  # root inside the sandbox would escape rlimits
                 os.chown(workdir, NOBODY, NOBODY)
@@ -297,15 +302,27 @@ def _failed(tests: TestSuite, i: int, error: str, reason: str, timed_out: bool =
     return TestOutcome(test=case, passed=False, error=error, reason=reason, timed_out=timed_out)
 
 
-BACKENDS = {"local": LocalSandbox}
+BACKENDS = ("local", "e2b")
+_remote_sandboxes: dict[str, Sandbox] = {}
+_remote_lock = threading.Lock()
 
 
 def get_sandbox(backend: str | None = None) -> Sandbox:
-    """The sandbox for a backend name (default: ``$CODEFOREST_SANDBOX`` or ``local``)."""
+    """The sandbox for a backend name (default: ``$CODEFOREST_SANDBOX`` or ``local``).
+
+    A remote backend is created once per process and shared: its sandbox is reused across runs.
+    """
     name = backend or os.environ.get("CODEFOREST_SANDBOX", "local")
-    if name not in BACKENDS:
-        raise ValueError(f"Unknown sandbox backend {name!r}; choose one of {sorted(BACKENDS)}")
-    return BACKENDS[name]()
+    if name == "local":
+        return LocalSandbox()
+    if name == "e2b":
+        with _remote_lock:
+            if name not in _remote_sandboxes:
+                from codeforest.tools.sandbox_e2b import E2BSandbox
+
+                _remote_sandboxes[name] = E2BSandbox()
+            return _remote_sandboxes[name]
+    raise ValueError(f"Unknown sandbox backend {name!r}; choose one of {', '.join(BACKENDS)}")
 
 
 def run(code: str, tests: TestSuite, *, timeout: float = 5.0, backend: str | None = None) -> ExecutionResult:
