@@ -5,14 +5,14 @@ from __future__ import annotations
 import ast
 import re
 
-from codeforest.prompts import Prompt, load_prompt
-from codeforest.tools.models import get_chat_model
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.config import get_stream_writer
 
 from codeforest.context import Context
 from codeforest.problems import Problem
+from codeforest.prompts import Prompt, load_prompt
+from codeforest.tools.models import get_chat_model
 
 
 def resolve_model(context: Context, override: BaseChatModel | None = None) -> BaseChatModel:

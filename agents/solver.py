@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from codeforest.agents.base import assemble_program, call_model, extract_code, messages
-from codeforest.prompts import Prompt
 from langchain_core.language_models import BaseChatModel
 
+from codeforest.agents.base import assemble_program, call_model, extract_code, messages
 from codeforest.problems import Problem
+from codeforest.prompts import Prompt
 
 
 @dataclass

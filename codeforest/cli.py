@@ -17,6 +17,7 @@ from codeforest.problems import DatasetError, Task, load_dataset, load_problem
 from codeforest.prompts import PromptError
 from codeforest.registry import graph_names
 from codeforest.tools.models import ModelError
+from codeforest.tools.sandbox_e2b import SandboxServiceError
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -30,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return args.func(args)
-    except (DatasetError, ModelError, PromptError, ValueError) as exc:
+    except (DatasetError, ModelError, PromptError, SandboxServiceError, ValueError) as exc:
         err.print(f"[red]error:[/red] {exc}")
         return 2
     except KeyboardInterrupt:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import fields
 
+from langgraph.runtime import Runtime
+
 from codeforest.agents.base import emit
+from codeforest.context import Context
 from codeforest.graphs.state import SearchState
 from codeforest.tools.sandbox import run_public_tests
 from codeforest.tools.testing import feedback_text
-from langgraph.runtime import Runtime
-
-from codeforest.context import Context
 
 
 def context_of(runtime: Runtime | None) -> Context:

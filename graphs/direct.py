@@ -5,15 +5,15 @@
 
 from __future__ import annotations
 
-from codeforest.agents import solver
-from codeforest.agents.base import emit, prompt_for, resolve_model
-from codeforest.graphs.common import context_of, execute_node
-from codeforest.graphs.state import SearchInput, SearchOutput, SearchState, finish
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
+from codeforest.agents import solver
+from codeforest.agents.base import emit, prompt_for, resolve_model
 from codeforest.context import Context
+from codeforest.graphs.common import context_of, execute_node
+from codeforest.graphs.state import SearchInput, SearchOutput, SearchState, finish
 
 ROOT = "n1"
 

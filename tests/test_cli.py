@@ -114,3 +114,11 @@ def test_bench_sandbox_reports_each_runner_against_bare_python(capsys):
     runners = [row["runner"] for row in report["rows"]]
     assert runners == ["bare python -c", "sandbox, rlimits only", "sandbox, bwrap + rlimits"]
     assert report["rows"][0]["ratio"] == 1.0 and all(row["median_ms"] > 0 for row in report["rows"])
+
+
+def test_check_on_e2b_without_a_key_is_one_clear_line(capsys, tmp_path, monkeypatch):
+    monkeypatch.delenv("E2B_API_KEY", raising=False)
+    program = tmp_path / "prog.py"
+    program.write_text("def has_close_elements(numbers, threshold):\n    return False\n")
+    assert main(["check", str(program), "--dataset", "humaneval", "--problem", "0", "--backend", "e2b"]) == 2
+    assert "set E2B_API_KEY" in capsys.readouterr().err

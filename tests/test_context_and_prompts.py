@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from codeforest.prompts import PromptError, load_prompt
 
 from codeforest.context import Context
+from codeforest.prompts import PromptError, load_prompt
 
 
 def test_env_overrides_defaults_but_not_explicit_values(monkeypatch):

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 
-from codeforest.graphs.direct import build_graph
-
 from codeforest.api import solve
 from codeforest.context import Context
+from codeforest.graphs.direct import build_graph
 from tests.fakes import ScriptedChatModel, code_reply
 
 PROBLEM = {"id": "T/1", "prompt": "from typing import List\n\ndef total(xs: List[int]) -> int:\n    \"\"\"Sum.\"\"\"\n",

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from codeforest.tools.sandbox import LocalSandbox
 from codeforest.tools.testing import TestSuite
 

@@ -7,6 +7,8 @@ import socket
 import sys
 
 import pytest
+
+from codeforest.context import Context
 from codeforest.tools.models import (
     EmbeddedModel,
     EmbeddedServer,
@@ -16,8 +18,6 @@ from codeforest.tools.models import (
     get_chat_model,
     resolve_gguf,
 )
-
-from codeforest.context import Context
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+
 from codeforest.tools.models import embedded_spec, ensure_model_file
 
 pytestmark = pytest.mark.real_model

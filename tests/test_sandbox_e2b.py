@@ -14,6 +14,7 @@ import sys
 
 import httpx
 import pytest
+
 from codeforest.tools.sandbox_e2b import E2BSandbox, SandboxServiceError
 from codeforest.tools.testing import TestSuite
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
+
 from codeforest.tools.sandbox import run
 from codeforest.tools.testing import TestSuite, feedback_text
 
@@ -99,3 +101,18 @@ def _sleepers() -> int:
             except OSError:
                 pass
     return count
+
+
+def test_missing_bwrap_warns_once_and_still_runs(monkeypatch, caplog):
+    from codeforest.tools import sandbox
+
+    monkeypatch.setattr(sandbox, "bwrap_available", lambda: False)
+    sandbox._warn_no_bwrap.cache_clear()
+    with caplog.at_level("WARNING", logger="codeforest.sandbox"):
+        first, second = sandbox.LocalSandbox(), sandbox.LocalSandbox()
+    assert not first.use_bwrap and not second.use_bwrap
+    assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
+    assert "rlimits only" in caplog.records[0].message
+    assert first.run(ADD, TestSuite.function(["assert add(1, 1) == 2"], "add")).all_passed
+    with pytest.raises(RuntimeError, match="bubblewrap .* is required"):
+        sandbox.LocalSandbox(isolation="bwrap")
