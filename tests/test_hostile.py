@@ -186,3 +186,11 @@ def _sandbox_processes() -> list[str]:
         if "zombie" not in state and (uid == "65534" or "_runner.py" in cmdline):
             found.append(cmdline)
     return found
+
+
+def test_private_tmp_is_writable_and_empty(sandbox, tmp_path):
+    (tmp_path / "host-file.txt").write_text("host")
+    program = ("import os\ndef f():\n    open('/tmp/mine.txt', 'w').write('x')\n"
+               "    return sorted(os.listdir('/tmp'))\n")
+    result = run(sandbox, program, ["assert f() == ['mine.txt']"])
+    assert result.all_passed and not Path("/tmp/mine.txt").exists()

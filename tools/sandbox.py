@@ -176,14 +176,14 @@ def bwrap_prefix(workdir: str) -> list[str]:
     system = ("/usr", "/bin", "/lib", "/lib64", "/sbin", "/etc")
     for path in system:
         args += ["--ro-bind-try", path, path]
+    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
     prefixes = list(dict.fromkeys((sys.base_prefix, sys.prefix)))  # the interpreter and its venv, nothing else
-    for path in prefixes:
+    for path in prefixes:  # bound after /tmp, so a venv under /tmp stays visible
         for parent in reversed(Path(path).parents[:-1]):  # traversable by the unprivileged user
-            if not str(parent).startswith(system):
+            if not str(parent).startswith(system) and str(parent) != "/tmp":
                 args += ["--perms", "0755", "--dir", str(parent)]
         args += ["--ro-bind", path, path]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-             "--bind", workdir, SANDBOX_DIR, "--chdir", SANDBOX_DIR, "--"]
+    args += ["--bind", workdir, SANDBOX_DIR, "--chdir", SANDBOX_DIR, "--"]
     return args
 
 
