@@ -190,7 +190,7 @@ def _sandbox_processes() -> list[str]:
 
 def test_private_tmp_is_writable_and_empty(sandbox, tmp_path):
     (tmp_path / "host-file.txt").write_text("host")
-    program = ("import os\ndef f():\n    open('/tmp/mine.txt', 'w').write('x')\n"
-               "    return sorted(os.listdir('/tmp'))\n")
-    result = run(sandbox, program, ["assert f() == ['mine.txt']"])
+    program = ("import os\ndef f(host):\n    open('/tmp/mine.txt', 'w').write('x')\n"
+               "    return 'mine.txt' in os.listdir('/tmp'), os.path.exists(host)\n")
+    result = run(sandbox, program, [f"assert f({str(tmp_path / 'host-file.txt')!r}) == (True, False)"])
     assert result.all_passed and not Path("/tmp/mine.txt").exists()
