@@ -45,10 +45,13 @@ def reply_text(reply: BaseMessage) -> str:
 
 
 def usage_cost(reply: BaseMessage) -> dict:
-    """One LLM call with the token counts the endpoint reported."""
-    usage = getattr(reply, "usage_metadata", None) or {} if isinstance(reply, AIMessage) else {}
-    return {"llm_calls": 1, "prompt_tokens": int(usage.get("input_tokens", 0)),
+    """One LLM call with the token counts the endpoint reported (a cache hit is marked as such)."""
+    usage = (getattr(reply, "usage_metadata", None) or {}) if isinstance(reply, AIMessage) else {}
+    cost = {"llm_calls": 1, "prompt_tokens": int(usage.get("input_tokens", 0)),
             "completion_tokens": int(usage.get("output_tokens", 0))}
+    if usage.get("total_cost", None) == 0:  # LangChain zeroes total_cost only on a cache hit
+        cost["cached_calls"] = 1
+    return cost
 
 
 _FENCE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL | re.IGNORECASE)

@@ -16,17 +16,21 @@ RECURSION_LIMIT = 1000  # super-steps; every graph stops on its own budget long 
 
 
 def solve(problem: Problem, graph: str = "direct", *, context: Context | None = None,
-          model: BaseChatModel | None = None, on_event: Callable[[dict], None] | None = None) -> dict:
+          model: BaseChatModel | None = None, on_event: Callable[[dict], None] | None = None,
+          checkpointer=None, thread_id: str | None = None) -> dict:
     """Run one graph on one problem; return the common output plus ``cost.wall_s``.
 
     ``on_event`` receives the graph's progress events (node created, executed, verdicts ...).
     """
     context = context or Context()
-    compiled = build_graph(graph, model=model)
+    compiled = build_graph(graph, checkpointer=checkpointer, model=model)
     started = time.monotonic()
     final: dict = {}
+    config = {"recursion_limit": RECURSION_LIMIT}
+    if checkpointer is not None:
+        config["configurable"] = {"thread_id": thread_id or problem["id"]}
     for mode, chunk in compiled.stream({"problem": problem}, context=context, stream_mode=["custom", "values"],
-                                       config={"recursion_limit": RECURSION_LIMIT}):
+                                       config=config):
         if mode == "custom" and on_event is not None:
             on_event(chunk)
         elif mode == "values":

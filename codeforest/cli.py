@@ -55,6 +55,28 @@ def _parser() -> argparse.ArgumentParser:
     _add_context_args(solve)
     solve.set_defaults(func=cmd_solve)
 
+    bench = sub.add_parser("bench", help="run graphs on a dataset at their budgets; resumable")
+    bench.add_argument("--graph", action="append", required=True, choices=graph_names(),
+                       help="a graph to run (repeat for several)")
+    bench.add_argument("--dataset", required=True, help="a dataset name or a .jsonl path")
+    pick = bench.add_mutually_exclusive_group()
+    pick.add_argument("--problems", help="comma-separated problem ids")
+    pick.add_argument("--limit", type=int, help="the first N problems")
+    pick.add_argument("--sample", type=int, help="N problems drawn at random (with --seed)")
+    bench.add_argument("--seed", type=int, default=0)
+    bench.add_argument("--concurrency", type=int, default=1, help="problems solved at once")
+    bench.add_argument("--out", help="results folder (default: runs/<dataset>-<model>)")
+    bench.add_argument("--cache", nargs="?", const="", metavar="PATH",
+                       help="cache model responses in an SQLite file (default: <out>/responses.sqlite)")
+    bench.add_argument("--retry-errors", action="store_true", help="rerun problems whose graph raised")
+    _add_context_args(bench)
+    bench.set_defaults(func=cmd_bench)
+
+    rep = sub.add_parser("report", help="summarize a bench results folder and plot pass@1 against tokens")
+    rep.add_argument("out", help="a folder written by codeforest bench")
+    rep.add_argument("--json", action="store_true")
+    rep.set_defaults(func=cmd_report)
+
     check = sub.add_parser("check", help="run your program on a problem's tests in the sandbox")
     check.add_argument("program", help="a Python file")
     where = check.add_mutually_exclusive_group(required=True)
@@ -182,6 +204,81 @@ def _print_human(result: dict, show_nodes: bool) -> None:
     if show_nodes:
         out.rule("nodes")
         out.print_json(json.dumps(result["nodes"]))
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Run graphs x problems, appending one record per finished pair; then print the report."""
+    from pathlib import Path
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from codeforest.bench import Bench, select_tasks, write_samples
+    from codeforest.tools.models import embedded_spec, ensure_model_file
+
+    context = context_from_args(args)
+    tasks = load_dataset(args.dataset, args.data_dir)
+    problems = args.problems.split(",") if args.problems else None
+    tasks = select_tasks(tasks, problems=problems, limit=args.limit, sample=args.sample, seed=args.seed)
+    dataset = Path(args.dataset).stem if args.dataset.endswith((".jsonl", ".json")) else args.dataset
+    out = Path(args.out or f"runs/{dataset}-{Path(context.model).stem}")
+    if args.cache is not None:
+        context.cache_path = args.cache or str(out / "responses.sqlite")
+    if not context.base_url:
+        context.server_slots = max(context.server_slots, args.concurrency)
+        if embedded_spec(context.model):
+            ensure_model_file(embedded_spec(context.model), progress=err.print)
+    bench = Bench(args.graph, tasks, out, context=context, dataset=dataset, concurrency=args.concurrency,
+                  retry_errors=args.retry_errors)
+    err.print(f"{len(args.graph)} graph(s) x {len(tasks)} problems of {dataset}, model {context.model}; "
+              f"results in {out}")
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("{task.fields[status]}")]
+    with Progress(*columns, console=err, transient=False) as bar:
+        task_id = bar.add_task("bench", total=None, status="")
+
+        def on_progress(progress, record) -> None:
+            status = (f"solved {progress.solved}  failed {progress.failed}  errors {progress.errors}  "
+                      f"tokens {progress.tokens:,}")
+            if progress.skipped:
+                status += f"  (skipped {progress.skipped} already done)"
+            bar.update(task_id, total=progress.total, completed=progress.done, status=status)
+            if record is not None and record["error"]:
+                err.print(f"[red]{record['graph']} {record['problem_id']}: {escape(record['error'])}[/red]")
+
+        bench.run(on_progress)
+    write_samples(out)
+    return cmd_report(argparse.Namespace(out=str(out), json=False))
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Print pass@1 (95% interval), pass rate and cost per graph; write the plot."""
+    from codeforest.report import report
+
+    rows, plot_path = report(args.out)
+    if not rows:
+        raise DatasetError(f"No results in {args.out}")
+    if args.json:
+        print(json.dumps({"rows": rows, "plot": str(plot_path)}))
+        return 0
+    from rich.table import Table
+
+    table = Table(title=f"Results in {args.out}")
+    for column in ("graph", "model", "budget", "problems", "pass@1 (95% CI)", "mean pass rate", "tokens/problem",
+                   "calls/problem", "tokens/solved", "errors"):
+        table.add_column(column, justify="left" if column in ("graph", "model", "budget") else "right")
+    for r in rows:
+        budget = r["budget"] or {}
+        table.add_row(r["graph"], str(r["model"]), f"{budget.get('limit', '?')} {budget.get('unit', '')}",
+                      str(r["problems"]),
+                      f"{100 * r['pass_at_1']:.1f} ({100 * r['ci_low']:.1f}-{100 * r['ci_high']:.1f})",
+                      f"{100 * r['mean_pass_rate']:.1f}", f"{r['mean_tokens']:,.0f}", f"{r['mean_calls']:.1f}",
+                      "-" if r["tokens_per_solved"] is None else f"{r['tokens_per_solved']:,.0f}", str(r["errors"]))
+    out = Console()
+    if not out.is_terminal:
+        out.width = 160  # a file or a pipe: do not squeeze the table into 80 columns
+    out.print(table)
+    err.print(f"plot: {plot_path}")
+    return 0
 
 
 def cmd_check(args: argparse.Namespace) -> int:

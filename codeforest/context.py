@@ -30,6 +30,10 @@ class Context:
     n_ctx: int = field(default=8192, metadata={"description": "Context window of the embedded model server."})
     structured_output: bool = field(default=True, metadata={
         "description": "Ask the endpoint for JSON-schema-constrained answers where an agent expects structure."})
+    server_slots: int = field(default=1, metadata={
+        "description": "Parallel request slots of the embedded model server (the bench sets its concurrency)."})
+    cache_path: str = field(default="", metadata={
+        "description": "SQLite file caching model responses; an identical rerun then costs no model calls."})
     sandbox: str = field(default="local", metadata={"description": "Sandbox backend: 'local' or 'e2b'."})
     test_timeout: float = field(default=5.0, metadata={"description": "Seconds per test during search."})
     prompts_dir: str = field(default="", metadata={

@@ -19,3 +19,9 @@ def build_graph(name: str, **kwargs):
     if name not in GRAPHS:
         raise ValueError(f"Unknown graph {name!r}; choose one of {', '.join(GRAPHS)}")
     return importlib.import_module(GRAPHS[name]).build_graph(**kwargs)
+
+
+def graph_budget(name: str, context) -> dict:
+    """The graph's budget in its paper's unit, e.g. ``{"unit": "programs", "limit": 20}``."""
+    module = importlib.import_module(GRAPHS[name])
+    return {"unit": module.BUDGET_UNIT, "limit": module.budget(context)}

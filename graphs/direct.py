@@ -16,6 +16,12 @@ from codeforest.graphs.common import context_of, execute_node
 from codeforest.graphs.state import SearchInput, SearchOutput, SearchState, finish
 
 ROOT = "n1"
+BUDGET_UNIT = "programs"
+
+
+def budget(context: Context) -> int:
+    """The baseline's budget in its unit: one program."""
+    return 1
 
 
 def build_graph(checkpointer=None, *, model: BaseChatModel | None = None, name: str = "direct"):

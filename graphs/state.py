@@ -44,9 +44,11 @@ class Cost(TypedDict, total=False):
     programs: int
     sandbox_runs: int
     parse_failures: int
+    cached_calls: int  # model calls answered from the response cache (no endpoint request)
 
 
-COST_KEYS = ("llm_calls", "prompt_tokens", "completion_tokens", "programs", "sandbox_runs", "parse_failures")
+COST_KEYS = ("llm_calls", "prompt_tokens", "completion_tokens", "programs", "sandbox_runs", "parse_failures",
+             "cached_calls")
 
 
 def merge_nodes(left: dict[str, NodeRecord] | None, right: dict[str, NodeRecord] | None) -> dict[str, NodeRecord]:

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class FakeOpenAI:
     """Serves /v1/chat/completions from a list of replies; records each request body and headers."""
 
-    def __init__(self, replies: list[str]):
+    def __init__(self, replies: list[str], delay: float = 0.0):
         self.replies = list(replies)
+        self.delay = delay
         self.requests: list[dict] = []
         self.headers: list[dict] = []
         fake = self
@@ -19,6 +21,7 @@ class FakeOpenAI:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):  # noqa: N802 - http.server's naming
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                time.sleep(fake.delay)
                 fake.requests.append(body)
                 fake.headers.append(dict(self.headers))
                 text = fake.replies.pop(0) if fake.replies else "no more replies"

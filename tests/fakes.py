@@ -48,3 +48,20 @@ class ScriptedChatModel(BaseChatModel):
 
 def code_reply(code: str) -> str:
     return f"Here is the solution:\n```python\n{code}\n```\n"
+
+
+class RespondingChatModel(BaseChatModel):
+    """Answers every call with ``respond(messages)`` (which may raise); records the calls."""
+
+    respond: Callable
+    calls: list = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "responding"
+
+    def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs) -> ChatResult:
+        self.calls.append(messages)
+        text = self.respond(messages)
+        usage = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(text, usage_metadata=usage))])

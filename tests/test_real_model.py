@@ -61,3 +61,19 @@ def test_serve_runs_the_embedded_model_until_terminated():
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_bench_and_report_with_the_embedded_model(tmp_path):
+    out = tmp_path / "bench"
+    command = [sys.executable, "-m", "codeforest.cli", "bench", "--graph", "direct", "--dataset", "humaneval",
+               "--limit", "2", "--model", "small", "--out", str(out)]
+    first = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["problem_id"] for r in sorted(records, key=lambda r: r["problem_id"])] == ["HumanEval/0", "HumanEval/1"]
+    assert all(r["error"] is None and r["llm_calls"] == 1 and r["completion_tokens"] > 0 for r in records)
+    assert "direct" in first.stdout and "pass@1" in first.stdout
+    again = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and "skipped 2 already done" in again.stderr
+    assert len((out / "results.jsonl").read_text().splitlines()) == 2
+    assert (out / "pass_at_1_vs_tokens.png").is_file() and (out / "samples-direct.jsonl").is_file()

