@@ -54,6 +54,27 @@ def usage_cost(reply: BaseMessage) -> dict:
     return cost
 
 
+def structured_call(model: BaseChatModel, msgs: list[BaseMessage], schema: dict,
+                    enabled: bool = True) -> tuple[dict | None, str, dict]:
+    """Ask for an answer constrained by a JSON schema where the endpoint supports it.
+
+    Returns (parsed object or None, raw text, cost). With ``enabled`` False, or a model that cannot
+    constrain its output, it is one plain call and the caller parses the text (the papers' fallbacks).
+    """
+    if enabled:
+        try:
+            runnable = model.with_structured_output(schema, method="json_schema", include_raw=True)
+        except (NotImplementedError, ValueError, TypeError):
+            runnable = None
+        if runnable is not None:
+            out = runnable.invoke(msgs)
+            raw = out["raw"]
+            parsed = out.get("parsed")
+            return (parsed if isinstance(parsed, dict) else None), reply_text(raw), usage_cost(raw)
+    text, cost = call_model(model, msgs)
+    return None, text, cost
+
+
 _FENCE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL | re.IGNORECASE)
 
 

@@ -12,8 +12,6 @@ from codeforest.graphs.state import add_cost
 from codeforest.problems import Problem
 from codeforest.registry import build_graph
 
-RECURSION_LIMIT = 1000  # super-steps; every graph stops on its own budget long before this
-
 
 def solve(problem: Problem, graph: str = "direct", *, context: Context | None = None,
           model: BaseChatModel | None = None, on_event: Callable[[dict], None] | None = None,
@@ -26,7 +24,7 @@ def solve(problem: Problem, graph: str = "direct", *, context: Context | None = 
     compiled = build_graph(graph, checkpointer=checkpointer, model=model)
     started = time.monotonic()
     final: dict = {}
-    config = {"recursion_limit": RECURSION_LIMIT}
+    config: dict = {}  # each graph is compiled with a recursion limit above its own budget
     if checkpointer is not None:
         config["configurable"] = {"thread_id": thread_id or problem["id"]}
     for mode, chunk in compiled.stream({"problem": problem}, context=context, stream_mode=["custom", "values"],

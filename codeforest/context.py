@@ -40,6 +40,23 @@ class Context:
         "description": "A folder of prompt YAML files overriding the packaged ones, file by file."})
     kb_path: str = field(default="", metadata={"description": "Folder of the Chroma knowledge base."})
 
+    # CodeTree (SPEC-codetree-bester-codeprm.md §1): the paper's and released code's defaults.
+    codetree_max_programs: int = field(default=20, metadata={
+        "description": "CodeTree budget: Solver + Debugger programs per problem (paper: 20)."})
+    codetree_max_depth: int = field(default=3, metadata={"description": "CodeTree maximum tree depth (3)."})
+    codetree_width: int = field(default=10, metadata={
+        "description": "CodeTree cap on strategies / reflections per node (10); the exact count in the BFS/DFS "
+                       "variants (codetree_critic=false; the paper's Table 3 uses 3)."})
+    codetree_order: str = field(default="dfs", metadata={
+        "description": "'dfs': last-in first-out, as the released agent_guide; 'bfs': level by level, children "
+                       "of higher-valued nodes first (Table 3's CodeTree-BFS)."})
+    codetree_critic: bool = field(default=True, metadata={
+        "description": "False: Table 3's variants without the Critic (fixed width, stop at the first program "
+                       "passing the visible tests, no value-based abort)."})
+    codetree_final: str = field(default="best", metadata={
+        "description": "Program returned when nothing is accepted: 'best' (highest value, as the paper says) or "
+                       "'last_failing' (what the released code returns)."})
+
     def __post_init__(self) -> None:
         for f in fields(self):
             env = os.environ.get(ENV_PREFIX + f.name.upper())

@@ -6,6 +6,7 @@ import importlib
 
 GRAPHS = {
     "direct": "codeforest.graphs.direct",
+    "codetree": "codeforest.graphs.codetree",
 }
 
 

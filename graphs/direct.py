@@ -54,7 +54,7 @@ def build_graph(checkpointer=None, *, model: BaseChatModel | None = None, name: 
     builder.add_edge("solve", "evaluate")
     builder.add_edge("evaluate", "finalize")
     builder.add_edge("finalize", END)
-    return builder.compile(checkpointer=checkpointer, name=name)
+    return builder.compile(checkpointer=checkpointer, name=name).with_config(recursion_limit=100)
 
 
 graph = build_graph()

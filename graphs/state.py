@@ -23,6 +23,7 @@ class NodeRecord(TypedDict, total=False):
     depth: int
     kind: NodeKind
     text: str  # the strategy, thought or reflection
+    strategy: str  # the root strategy a CodeTree node descends from
     prior: float
     code: str
     execution: dict  # ExecutionResult.summary() on the public tests
@@ -33,6 +34,9 @@ class NodeRecord(TypedDict, total=False):
     q: float
     status: NodeStatus
     order: int  # creation order, for tie-breaks
+    decision_reason: str  # why the search refined, aborted or accepted the node
+    critic_score: int  # CodeTree: the Critic's 0-5 score of a failing node
+    critic_verdict: bool  # CodeTree: the Critic's verdict on a node passing the visible tests
 
 
 class Cost(TypedDict, total=False):

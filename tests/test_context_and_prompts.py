@@ -42,3 +42,12 @@ def test_user_prompts_dir_overrides_file_by_file(tmp_path):
         load_prompt("solver", tmp_path)
     with pytest.raises(PromptError, match="does not exist"):
         load_prompt("solver", tmp_path / "missing")
+
+
+def test_every_packaged_prompt_parses_and_declares_its_inputs():
+    from importlib import resources
+
+    for file in resources.files("codeforest.prompts").iterdir():
+        if file.name.endswith(".yaml"):
+            prompt = load_prompt(file.name[:-5])
+            assert prompt.inputs and prompt.templates, file.name

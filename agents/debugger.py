@@ -1,0 +1,34 @@
+"""Debugger: a refined program from a node's code, its execution feedback and one reflection."""
+
+from __future__ import annotations
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+from codeforest.agents.base import assemble_program, call_model, extract_code
+from codeforest.agents.solver import SolverReply
+from codeforest.problems import Problem
+from codeforest.prompts import Prompt
+
+REVIEW_MARK = "[additional review]:"
+
+
+def repair(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code: str, feedback: str,
+           reflection: str) -> SolverReply:
+    """The Reflexion-style multi-turn repair; the Critic's review is stripped from the feedback."""
+    feedback = feedback.split(REVIEW_MARK)[0].rstrip()
+    msgs = [
+        SystemMessage(prompt.render(f"system.{problem['kind']}")),
+        HumanMessage(prompt.render("challenge", problem=problem["prompt"])),
+        AIMessage(prompt.render("previous", code=code)),
+        HumanMessage(prompt.render("results", feedback=feedback)),
+        AIMessage(prompt.render("reflection", reflection=reflection)),
+        HumanMessage(prompt.render("improve")),
+    ]
+    raw, cost = call_model(model, msgs)
+    new_code = extract_code(raw, problem.get("entry_point"))
+    parsed = new_code is not None
+    if not parsed:
+        cost["parse_failures"] = 1
+        new_code = raw
+    return SolverReply(code=assemble_program(problem, new_code), raw=raw, cost=cost, parsed=parsed)

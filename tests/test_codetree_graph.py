@@ -1,0 +1,134 @@
+"""CodeTree driven by a scripted model: every edge, the exact node values of a small tree, the budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from codeforest.context import Context
+from codeforest.graphs.codetree import build_graph
+from tests.fakes import RespondingChatModel
+
+PROBLEM = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",
+           "entry_point": "inc", "public_tests": ["assert inc(1) == 2", "assert inc(5) == 6"]}
+ROLES = {"provides strategies": "strategy", "Reflect on the implementation": "reflection",
+         "only responds with python code": "solver", "past function implementation": "debugger",
+         "Score from 0 to 5": "score", "code reviewer": "verify"}
+
+
+class RoleScript:
+    """Replies per role, in order; records which role was called, and every prompt."""
+
+    def __init__(self, **replies):
+        self.replies = {role: list(items) for role, items in replies.items()}
+        self.roles: list[str] = []
+        self.prompts: dict[str, list[str]] = {}
+
+    def __call__(self, messages):
+        role = next(r for key, r in ROLES.items() if key in messages[0].content)
+        self.roles.append(role)
+        self.prompts.setdefault(role, []).append("\n".join(str(m.content) for m in messages))
+        assert self.replies.get(role), f"no scripted reply left for {role}"
+        return self.replies[role].pop(0)
+
+
+def code(body: str) -> str:
+    return f"```python\ndef inc(x):\n    return {body}\n```"
+
+
+def run(script: RoleScript, **settings):
+    context = Context(structured_output=False, **settings)
+    return build_graph(model=RespondingChatModel(respond=script)).invoke({"problem": PROBLEM}, context=context)
+
+
+def test_a_small_tree_takes_every_edge_with_exact_values():
+    script = RoleScript(
+        strategy=["1. Add one to the argument.\n2. Return the successor of x."],
+        solver=[code("x"), code("x + 1")],
+        score=["Outputs equal the inputs.\n2", "Off by one.\n3", "Constant output.\n0"],
+        reflection=["1. Add one to x instead of returning it.\n2. Multiply the argument by two.",
+                    "1. Subtract one from the result."],
+        debugger=[code("x + 2"), code("x + 1"), code("0")],
+        verify=["It misses negative inputs.\nFalse", "Correct for every integer.\nTrue"],
+    )
+    out = run(script)
+    nodes = out["nodes"]
+    assert script.roles == ["strategy", "solver", "score", "reflection", "debugger", "score", "reflection",
+                            "debugger", "verify", "debugger", "score", "solver", "verify"]
+    assert {i: (n["depth"], n["parent"]) for i, n in nodes.items()} == {
+        "n1": (1, None), "n2": (1, None), "n3": (2, "n1"), "n4": (2, "n1"), "n5": (3, "n3")}
+    assert nodes["n1"]["value"] == pytest.approx(0 + 2 / 15) and nodes["n1"]["status"] == "refined"
+    assert nodes["n3"]["value"] == pytest.approx(0 + 3 / 15) and nodes["n3"]["status"] == "refined"
+    assert nodes["n5"]["value"] == pytest.approx(1 + 5 / 15) and nodes["n5"]["decision_reason"] == "depth limit"
+    assert nodes["n4"]["value"] == 0 and nodes["n4"]["decision_reason"] == "value below its parent's"
+    assert nodes["n2"]["value"] == pytest.approx(1 + 5 / 15) and nodes["n2"]["status"] == "accepted"
+    assert out["stop_reason"] == "accepted" and out["final_node"] == "n2" and out["public_pass_rate"] == 1.0
+    assert out["cost"]["programs"] == 5 and out["cost"]["llm_calls"] == 13
+    # the rejected visible pass: review kept on the node, stripped from the Debugger, given to the Thinker
+    assert "[additional review]:" in nodes["n5"]["feedback"] and "negative inputs" in nodes["n5"]["feedback"]
+
+
+def test_critic_rejection_reaches_the_thinker_but_not_the_debugger():
+    script = RoleScript(
+        strategy=["1. Add one to the argument."],
+        solver=[code("x + 1 if x < 100 else x")],
+        verify=["Hard-codes a bound at 100.\nFalse", "General now.\nTrue"],
+        reflection=["1. Remove the special case for large x."],
+        debugger=[code("x + 1")],
+    )
+    out = run(script)
+    assert out["stop_reason"] == "accepted" and out["final_node"] == "n2"
+    assert "Hard-codes a bound at 100." in script.prompts["reflection"][0]
+    assert "Hard-codes a bound" not in script.prompts["debugger"][0]
+    assert "Remove the special case for large x." in script.prompts["debugger"][0]
+
+
+def test_forced_accept_at_max_depth():
+    script = RoleScript(strategy=["1. Add one to the argument."], solver=[code("x + 1")],
+                        verify=["Looks fragile.\nFalse", "Still fragile.\nFalse"],
+                        reflection=["1. Rewrite it more carefully."], debugger=[code("1 + x")])
+    out = run(script, codetree_max_depth=2)
+    assert out["stop_reason"] == "accepted" and out["final_node"] == "n2"
+    assert out["nodes"]["n2"]["decision_reason"] == "forced accept at max depth"
+
+
+def test_budget_exhaustion_returns_the_best_node_or_the_last_failing_one():
+    def script():
+        return RoleScript(strategy=["1. Add one to the argument.\n2. Add two.\n3. Add three."],
+                          solver=[code("x + 1 if x == 1 else 0"), code("0"), code("0")],
+                          score=["Close.\n4", "Nothing.\n0", "Nothing.\n0"],
+                          reflection=["1. Fix the second case."], debugger=[code("0")])
+
+    out = run(script(), codetree_max_programs=3)
+    assert out["stop_reason"] == "budget_exhausted" and out["cost"]["programs"] == 3
+    assert out["final_node"] == "n1" and out["nodes"]["n1"]["value"] == pytest.approx(0.5 + 4 / 15)
+    last = run(script(), codetree_max_programs=3, codetree_final="last_failing")
+    assert last["final_node"] == "n2"  # n1 -> its child n4 -> n2, the last program run (and failing)
+
+
+def test_tree_exhausted_when_every_branch_is_aborted():
+    script = RoleScript(strategy=["1. Add one to the argument."], solver=[code("0")], score=["Nothing.\n0"])
+    out = run(script)
+    assert script.roles == ["strategy", "solver", "score"]  # value 0 == parent 0 and depth 1 > score 0: abort
+    assert out["stop_reason"] == "tree_exhausted" and out["final_node"] == "n1"
+
+
+def test_unreadable_replies_take_the_fallbacks_and_are_counted():
+    script = RoleScript(strategy=["I would just solve it."], solver=[code("x + 1")], verify=["Hmm, hard to say."])
+    out = run(script)
+    assert out["nodes"]["n1"]["text"] == "" and out["stop_reason"] == "accepted"  # unreadable verdict accepts
+    assert out["cost"]["parse_failures"] == 2
+    assert "Hint:" not in script.prompts["solver"][0]
+
+
+@pytest.mark.parametrize("order, expected", [
+    ("bfs", ["strategy", "solver", "reflection", "solver"]),
+    ("dfs", ["strategy", "solver", "reflection", "debugger"]),
+])
+def test_variants_without_critic_follow_their_order(order, expected):
+    script = RoleScript(strategy=["1. Add one to the argument.\n2. Return the successor."],
+                        solver=[code("x"), code("x + 1")], reflection=["1. Add one.\n2. Add one again."],
+                        debugger=[code("x + 1")])
+    out = run(script, codetree_critic=False, codetree_width=2, codetree_order=order)
+    assert script.roles == expected and out["stop_reason"] == "accepted"
+    assert "Think of 2 strategies" in script.prompts["strategy"][0]
+    assert out["final_node"] == ("n2" if order == "bfs" else "n3")
