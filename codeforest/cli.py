@@ -185,7 +185,18 @@ def _describe(event: dict) -> str:
     if kind == "executed":
         return f"node {node}: {event.get('passed')}/{event.get('total')} public tests passed"
     if kind == "finished":
-        return f"finished: {event.get('stop_reason')}"
+        return f"finished: {event.get('stop_reason')} (final node {node})"
+    if kind == "decision":
+        return f"node {node}: {event.get('decision')} ({event.get('reason')}), value {event.get('value')}"
+    if kind == "verdict":
+        judged = f"score {event['score']}/5" if "score" in event else \
+            ("accepted" if event.get("accepted") else "rejected")
+        return f"node {node}: Critic {judged}"
+    if kind == "node_created":
+        origin = f" from {event['parent']}" if event.get("parent") else ""
+        return f"node {node} (depth {event.get('depth')}){origin}: {str(event.get('text', ''))[:70]}"
+    if kind == "generated":
+        return f"node {node}: program written"
     details = ", ".join(f"{k}={v}" for k, v in event.items() if k not in ("event", "node"))
     return f"{kind} {node or ''} {details}".strip()
 
