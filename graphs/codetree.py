@@ -89,7 +89,7 @@ def build_graph(checkpointer=None, *, model: BaseChatModel | None = None, name: 
         context = context_of(runtime)
         nodes = state["nodes"]
         frontier = list(state.get("frontier", []))
-        if state.get("cost", {}).get("programs", 0) >= context.codetree_max_programs:
+        if _spent(state, context):
             return {"current": None, "stop": "budget_exhausted"}
         if context.codetree_order == "bfs":  # level by level, children of better parents first
             frontier.sort(key=lambda i: (nodes[i]["depth"], -nodes.get(nodes[i]["parent"] or "", {}).get("value", 0),
@@ -195,7 +195,7 @@ def build_graph(checkpointer=None, *, model: BaseChatModel | None = None, name: 
             chosen, reason = state["accepted"], "accepted"
         else:
             chosen = choose_final(nodes, context.codetree_final, state.get("last_failing"))
-            reason = state.get("stop") or "tree_exhausted"
+            reason = "budget_exhausted" if _spent(state, context) else state.get("stop") or "tree_exhausted"
         emit("finished", node=chosen, stop_reason=reason)
         return finish(nodes, chosen, reason)
 
@@ -209,12 +209,19 @@ def build_graph(checkpointer=None, *, model: BaseChatModel | None = None, name: 
                                   ["generate", "finalize"])
     builder.add_edge("generate", "execute")
     builder.add_edge("execute", "critique")
-    builder.add_conditional_edges("critique", lambda s: {"accept": "finalize", "refine": "reflect",
-                                                         "abort": "pick"}[s["decision"]],
-                                  ["finalize", "reflect", "pick"])
+    def after_critique(state: CodeTreeState, runtime: Runtime[Context]) -> str:
+        if state["decision"] == "accept" or _spent(state, context_of(runtime)):
+            return "finalize"  # no reflection once no program can be written from it
+        return {"refine": "reflect", "abort": "pick"}[state["decision"]]
+
+    builder.add_conditional_edges("critique", after_critique, ["finalize", "reflect", "pick"])
     builder.add_edge("reflect", "pick")
     builder.add_edge("finalize", END)
     return builder.compile(checkpointer=checkpointer, name=name).with_config(recursion_limit=10_000)
+
+
+def _spent(state: CodeTreeState, context: Context) -> bool:
+    return state.get("cost", {}).get("programs", 0) >= context.codetree_max_programs
 
 
 def _decide(node: NodeRecord, decision: str, reason: str, value: float, feedback: str, cost: dict,

@@ -98,8 +98,10 @@ def test_budget_exhaustion_returns_the_best_node_or_the_last_failing_one():
                           score=["Close.\n4", "Nothing.\n0", "Nothing.\n0"],
                           reflection=["1. Fix the second case."], debugger=[code("0")])
 
-    out = run(script(), codetree_max_programs=3)
+    first = script()
+    out = run(first, codetree_max_programs=3)
     assert out["stop_reason"] == "budget_exhausted" and out["cost"]["programs"] == 3
+    assert first.roles[-2:] == ["solver", "score"], "no reflection once the budget is spent"
     assert out["final_node"] == "n1" and out["nodes"]["n1"]["value"] == pytest.approx(0.5 + 4 / 15)
     last = run(script(), codetree_max_programs=3, codetree_final="last_failing")
     assert last["final_node"] == "n2"  # n1 -> its child n4 -> n2, the last program run (and failing)

@@ -77,3 +77,26 @@ def test_bench_and_report_with_the_embedded_model(tmp_path):
     assert again.returncode == 0 and "skipped 2 already done" in again.stderr
     assert len((out / "results.jsonl").read_text().splitlines()) == 2
     assert (out / "pass_at_1_vs_tokens.png").is_file() and (out / "samples-direct.jsonl").is_file()
+
+
+def _solve_json(*args: str, env: dict | None = None) -> dict:
+    import os
+
+    proc = subprocess.run([sys.executable, "-m", "codeforest.cli", "solve", "--model", "small", "--json", *args],
+                          capture_output=True, text=True, timeout=900, env={**os.environ, **(env or {})})
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_codetree_solves_a_problem_that_direct_fails():
+    """MBPP/14 (volume of a triangular prism): direct forgets the 1/2; CodeTree's strategy hint does not.
+
+    CodeTree runs at a reduced budget of 2 programs here to keep CI short; the paper's is 20.
+    """
+    problem = ["--dataset", "mbpp500", "--problem", "MBPP/14"]
+    direct = _solve_json("--graph", "direct", *problem)
+    assert direct["private_passed"] is False
+    tree = _solve_json("--graph", "codetree", *problem, env={"CODEFOREST_CODETREE_MAX_PROGRAMS": "2"})
+    assert tree["private_passed"] is True, tree["final_code"]
+    assert tree["cost"]["programs"] <= 2 and tree["cost"]["llm_calls"] >= 3
+    assert len(tree["nodes"]) >= 2 and tree["stop_reason"] in ("accepted", "budget_exhausted")
