@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -89,3 +90,51 @@ def verify(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code: str,
     """Whether a program that passes the visible tests generalises (unreadable: accepted)."""
     return _judge(model, prompt, "verify", problem, code, feedback, VERDICT_SCHEMA, "verdict", parse_verdict,
                   VERDICT_FALLBACK, structured)
+
+
+SELF_EVAL_SCHEMA = {"title": "SelfEvaluation", "description": "Correctness score in [-1, 1].", "type": "object",
+                    "properties": {"evaluation": {"type": "number", "minimum": -1, "maximum": 1},
+                                   "explanation": {"type": "string"}},
+                    "required": ["evaluation", "explanation"], "additionalProperties": False}
+BLOCKS_SCHEMA = {"title": "BlockAnalysis", "description": "Each traced block judged.", "type": "object",
+                 "properties": {"blocks": {"type": "array", "items": {
+                     "type": "object", "properties": {"block": {"type": "string"}, "correct": {"type": "boolean"},
+                                                      "explanation": {"type": "string"}},
+                     "required": ["block", "correct", "explanation"], "additionalProperties": False}}},
+                 "required": ["blocks"], "additionalProperties": False}
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def parse_evaluation(text: str) -> float | None:
+    """The first number in the reply (the released code's rule), clamped to [-1, 1]."""
+    match = _NUMBER.search(text)
+    return None if match is None else max(-1.0, min(1.0, float(match.group())))
+
+
+def self_evaluate(model: BaseChatModel, prompt: Prompt, problem: Problem, *, thoughts: str, code: str,
+                  structured: bool = False) -> Judgement:
+    """RethinkMCTS's self-evaluation v_llm ∈ [-1, 1] of a program passing the public tests (unreadable: 0.0)."""
+    user = prompt.render("self_eval", problem=problem["prompt"], thoughts=thoughts, code=code)
+    if structured:
+        user = f"{user}\n{prompt.render('self_eval_structured')}"
+    parsed, raw, cost = structured_call(model, [HumanMessage(user)], SELF_EVAL_SCHEMA, enabled=structured)
+    if parsed is not None and isinstance(parsed.get("evaluation"), int | float):
+        value = max(-1.0, min(1.0, float(parsed["evaluation"])))
+        return Judgement(value, str(parsed.get("explanation", "")), raw, cost, True)
+    value = parse_evaluation(raw)
+    if value is None:
+        cost["parse_failures"] = 1
+        return Judgement(0.0, raw.strip(), raw, cost, False)
+    return Judgement(value, raw.strip(), raw, cost, True)
+
+
+def analyze_blocks(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code: str, test: str, output: str,
+                   trace: str, structured: bool = False) -> tuple[str, dict]:
+    """The LDB-style judgement of each traced block, as text to append to the verbal feedback."""
+    user = prompt.render("blocks", problem=problem["prompt"], code=code, test=test, output=output, trace=trace)
+    if structured:
+        user = f"{user}\n{prompt.render('blocks_structured')}"
+    parsed, raw, cost = structured_call(model, [HumanMessage(user)], BLOCKS_SCHEMA, enabled=structured)
+    if parsed is not None and isinstance(parsed.get("blocks"), list):
+        return "\n".join(json.dumps(b) for b in parsed["blocks"]), cost
+    return raw.strip(), cost

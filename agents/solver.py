@@ -21,10 +21,16 @@ class SolverReply:
     parsed: bool
 
 
-def write_code(model: BaseChatModel, prompt: Prompt, problem: Problem, hint: str | None = None) -> SolverReply:
-    """Ask the model for a full program; fall back to the reply text when it holds no code block."""
+def write_code(model: BaseChatModel, prompt: Prompt, problem: Problem, hint: str | None = None,
+               thoughts: str | None = None) -> SolverReply:
+    """Ask the model for a full program from the problem and a hint (CodeTree) or thoughts (the MCTS graphs).
+
+    Falls back to the reply text when it holds no code block.
+    """
     system = prompt.render(f"system.{problem['kind']}")
-    if hint:
+    if thoughts is not None:
+        user = prompt.render("user_with_thoughts", problem=problem["prompt"], thoughts=thoughts)
+    elif hint:
         user = prompt.render("user_with_hint", problem=problem["prompt"], hint=hint)
     else:
         user = prompt.render("user", problem=problem["prompt"])

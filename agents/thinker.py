@@ -1,17 +1,19 @@
 """Thinker: strategies for a problem, and reflections on a failing solution (CodeTree's wording).
 
-CodeTree's format is numbered lines, not JSON, so the Thinker parses text (no schema-constrained decoding).
+CodeTree's format is numbered lines, not JSON, so its Thinker parses text. RethinkMCTS's expansion asks for
+a JSON list of thoughts with "Reasonableness" priors: there the schema-constrained call is used when enabled.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from codeforest.agents.base import call_model
+from codeforest.agents.base import call_model, structured_call
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
 
@@ -68,3 +70,79 @@ def reflections(model: BaseChatModel, prompt: Prompt, problem: Problem, *, strat
     user = prompt.render("reflection.user", problem=problem["prompt"], strategy=strategy, code=code,
                          feedback=feedback)
     return _ask(model, prompt, "reflection", system, user, width, fixed)
+
+
+@dataclass
+class Thoughts:
+    """RethinkMCTS expansion: (thought, prior) pairs; ``parsed`` False means the fallback was used."""
+
+    items: list[tuple[str, float]]
+    raw: str
+    cost: dict
+    parsed: bool
+
+
+THOUGHTS_SCHEMA_ITEM = {"type": "object", "properties": {"thought": {"type": "string"},
+                                                         "reasonableness": {"type": "number"}},
+                        "required": ["thought", "reasonableness"], "additionalProperties": False}
+
+
+def parse_thoughts(text: str, width: int) -> list[tuple[str, float]]:
+    """The paper's JSON list of {"Thought-i": ..., "Reasonableness": ...} dicts, read leniently."""
+    candidates = []
+    start, end = text.find("["), text.rfind("]")
+    if 0 <= start < end:
+        try:
+            loaded = json.loads(text[start:end + 1])
+            candidates = loaded if isinstance(loaded, list) else []
+        except json.JSONDecodeError:
+            candidates = []
+    if not candidates:  # dicts without the surrounding list, or a broken list: take each object alone
+        for chunk in re.findall(r"\{[^{}]*\}", text):
+            try:
+                candidates.append(json.loads(chunk))
+            except json.JSONDecodeError:
+                continue
+    items = []
+    for entry in candidates:
+        if not isinstance(entry, dict):
+            continue
+        thought = next((str(v) for k, v in entry.items() if str(k).lower().startswith("thought")), None)
+        prior = next((v for k, v in entry.items() if str(k).lower().startswith("reasonab")), 1.0)
+        try:
+            prior = float(prior)
+        except (TypeError, ValueError):
+            prior = 1.0
+        if thought and thought.strip():
+            items.append((thought.strip(), prior))
+    return items[:width]
+
+
+def thoughts(model: BaseChatModel, prompt: Prompt, problem: Problem, *, previous: str, width: int = 3,
+             code: str | None = None, feedback: str | None = None, structured: bool = False) -> Thoughts:
+    """``width`` next thoughts with priors, from the problem and the thoughts so far (and feedback, if any).
+
+    Unreadable replies take the released code's fallback: ``width`` empty thoughts with prior 1.0.
+    """
+    if feedback is not None:
+        user = prompt.render("expand_with_feedback", problem=problem["prompt"], thoughts=previous, width=width,
+                             code=code or "", feedback=feedback)
+    else:
+        user = prompt.render("expand", problem=problem["prompt"], thoughts=previous, width=width)
+    if structured:
+        user = f"{user}\n{prompt.render('structured')}"
+    schema = {"title": "Thoughts", "description": "Next thoughts with their reasonableness.", "type": "object",
+              "properties": {"thoughts": {"type": "array", "items": THOUGHTS_SCHEMA_ITEM, "minItems": 1,
+                                          "maxItems": width}},
+              "required": ["thoughts"], "additionalProperties": False}
+    parsed, raw, cost = structured_call(model, [HumanMessage(user)], schema, enabled=structured)
+    items = []
+    if parsed and isinstance(parsed.get("thoughts"), list):
+        items = [(str(t.get("thought", "")).strip(), float(t.get("reasonableness", 1.0)))
+                 for t in parsed["thoughts"] if isinstance(t, dict) and str(t.get("thought", "")).strip()][:width]
+    if not items:
+        items = parse_thoughts(raw, width)
+    if not items:
+        cost["parse_failures"] = 1
+        return Thoughts(items=[("\n", 1.0)] * width, raw=raw, cost=cost, parsed=False)
+    return Thoughts(items=items, raw=raw, cost=cost, parsed=True)

@@ -57,6 +57,25 @@ class Context:
         "description": "Program returned when nothing is accepted: 'best' (highest value, as the paper says) or "
                        "'last_failing' (what the released code returns)."})
 
+    # RethinkMCTS (SPEC-rethinkmcts-rpm-mcts.md Part 1): the paper's defaults; released-code values as options.
+    rethink_rollouts: int = field(default=16, metadata={"description": "RethinkMCTS budget: rollouts (16)."})
+    rethink_width: int = field(default=3, metadata={"description": "RethinkMCTS children per expansion (3)."})
+    rethink_c_base: float = field(default=10.0, metadata={"description": "P-UCB c_base (10, from PG-TD)."})
+    rethink_c: float = field(default=4.0, metadata={"description": "P-UCB exploration weight c (4)."})
+    rethink_reward_a: float = field(default=0.8, metadata={"description": "Reward weight a of v_test (0.8)."})
+    rethink_reward_b: float = field(default=0.2, metadata={"description": "Reward weight b of v_llm (0.2)."})
+    rethink_gamma: float = field(default=1.0, metadata={
+        "description": "Discount per level in backpropagation: 1.0 (the paper), 0.9 (the released code)."})
+    rethink_max_rethinks: int = field(default=1, metadata={
+        "description": "Rethinks per node (the released code: 1)."})
+    rethink_rethink: bool = field(default=True, metadata={"description": "Ablation: false = w/o rethink."})
+    rethink_verbal_feedback: bool = field(default=True, metadata={
+        "description": "Ablation: false = w/o verbal feedback (scalar reward only)."})
+    rethink_block_info: bool = field(default=True, metadata={
+        "description": "Ablation: false = verbal feedback without the block-level analysis."})
+    rethink_self_eval: bool = field(default=True, metadata={
+        "description": "Ablation: false = w/o self-evaluation (reward = v_test)."})
+
     def __post_init__(self) -> None:
         for f in fields(self):
             env = os.environ.get(ENV_PREFIX + f.name.upper())

@@ -7,6 +7,7 @@ import importlib
 GRAPHS = {
     "direct": "codeforest.graphs.direct",
     "codetree": "codeforest.graphs.codetree",
+    "rethink_mcts": "codeforest.graphs.rethink_mcts",
 }
 
 

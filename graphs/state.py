@@ -11,7 +11,7 @@ from typing import Annotated, Literal, TypedDict
 
 from codeforest.problems import Problem
 
-NodeKind = Literal["strategy", "thought", "reflection", "code"]
+NodeKind = Literal["root", "strategy", "thought", "reflection", "code"]
 NodeStatus = Literal["open", "aborted", "accepted", "refined", "failed", "passed"]
 
 
@@ -37,6 +37,9 @@ class NodeRecord(TypedDict, total=False):
     decision_reason: str  # why the search refined, aborted or accepted the node
     critic_score: int  # CodeTree: the Critic's 0-5 score of a failing node
     critic_verdict: bool  # CodeTree: the Critic's verdict on a node passing the visible tests
+    reward: float  # MCTS: the reward of the node's program
+    v_llm: float  # RethinkMCTS: the self-evaluation of a program passing every public test
+    rethinks: int  # RethinkMCTS: how often the node's thought was rewritten
 
 
 class Cost(TypedDict, total=False):

@@ -1,0 +1,107 @@
+"""RethinkMCTS driven by a scripted model: rethink, dual evaluation, fallback, budget end, final choice."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from codeforest.context import Context
+from codeforest.graphs.rethink_mcts import best_program, build_graph
+from tests.fakes import RespondingChatModel
+
+PROBLEM = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",
+           "entry_point": "inc", "public_tests": ["assert inc(1) == 2", "assert inc(5) == 6"]}
+ROLES = [("provide a new Thought to replace", "rethink"), ("block by block", "blocks"),
+         ("correctness score in range [-1, 1]", "self_eval"), ("analyze and provide new thoughts", "expand_fb"),
+         ("Reasonableness", "expand"), ("Complete the Python program", "solver")]
+
+
+class Script:
+    def __init__(self, **replies):
+        self.replies = {k: list(v) for k, v in replies.items()}
+        self.roles, self.prompts = [], {}
+
+    def __call__(self, messages):
+        text = "\n".join(str(m.content) for m in messages)
+        role = next(r for key, r in ROLES if key in text)
+        self.roles.append(role)
+        self.prompts.setdefault(role, []).append(text)
+        assert self.replies.get(role), f"no scripted reply left for {role}"
+        return self.replies[role].pop(0)
+
+
+def thoughts(*pairs):
+    return json.dumps([{f"Thought-{i + 1}": t, "Reasonableness": p} for i, (t, p) in enumerate(pairs)])
+
+
+def code(body):
+    return f"```python\ndef inc(x):\n    return {body}\n```"
+
+
+def run(script, **settings):
+    context = Context(structured_output=False, rethink_width=2, **settings)
+    return build_graph(model=RespondingChatModel(respond=script)).invoke({"problem": PROBLEM}, context=context)
+
+
+def full_script():
+    return Script(
+        expand=[thoughts(("Return x + 1.", 0.6), ("Return x + 2.", 0.4)),
+                thoughts(("Keep it simple.", 0.5), ("Write it the other way round.", 0.5)), "no idea"],
+        expand_fb=[thoughts(("Fix the constant.", 0.5), ("Use addition.", 0.5))],
+        solver=[code("x + 2"), code("x + 1"), code("0"), code("0"), code("1 + x")],
+        blocks=['[{"block": "BLOCK-0", "correct": false, "explanation": "adds two"}]',
+                '{"block": "BLOCK-0", "correct": false, "explanation": "returns 0"}',
+                '{"block": "BLOCK-0", "correct": false, "explanation": "still 0"}'],
+        rethink=["Add exactly one to x.", "New thought: return the argument plus one."],
+        self_eval=['{"evaluation": 0.5, "explanation": "fine"}', "Score: 0.9"],
+    )
+
+
+def test_three_rollouts_rethink_dual_evaluation_and_final_choice():
+    script = full_script()
+    out = run(script, rethink_rollouts=3)
+    assert script.roles == ["expand", "solver", "blocks", "rethink", "solver", "self_eval", "expand",
+                            "solver", "blocks", "rethink", "solver", "blocks", "expand_fb",
+                            "solver", "self_eval", "expand"]
+    nodes = out["nodes"]
+    n1 = nodes["n1"]
+    assert n1["text"] == "Add exactly one to x." and n1["replaced_thought"] == "Return x + 1."
+    assert n1["rethinks"] == 1 and n1["prior"] == 1.0 and n1["reward"] == pytest.approx(0.8 + 0.2 * 0.5)
+    assert nodes["n3"]["text"] == "return the argument plus one." and nodes["n3"]["reward"] == 0.0
+    # rollout 3 at n1 (N=2): the rethought n3 (prior 1.0, N=1) ties n4 (prior 0.5, N=0) on P-UCB; the earlier wins
+    assert "reward" not in nodes["n4"] and nodes["n5"]["parent"] == "n3"
+    assert nodes["n5"]["reward"] == pytest.approx(0.8 + 0.2 * 0.9) and nodes["n5"]["v_llm"] == 0.9
+    assert (n1["visits"], n1["q"]) == (3, pytest.approx(0.98)) and nodes["root"]["visits"] == 3
+    assert (nodes["n3"]["visits"], nodes["n3"]["q"]) == (2, pytest.approx(0.98))
+    assert [nodes[i]["text"] for i in ("n7", "n8")] == ["\n", "\n"]  # unreadable expansion: the fallback
+    assert out["final_node"] == "n5" and "1 + x" in out["final_code"] and out["public_pass_rate"] == 1.0
+    assert out["stop_reason"] == "budget_exhausted"
+    assert out["cost"]["programs"] == 5 and out["cost"]["parse_failures"] == 1
+    feedback_prompt = script.prompts["expand_fb"][0]
+    assert "(Execution Feedback)" in feedback_prompt and "(Block-level Analysis)" in feedback_prompt
+    assert "[BLOCK-0]" in feedback_prompt and "returns 0" not in feedback_prompt and "still 0" in feedback_prompt
+
+
+@pytest.mark.parametrize("flag, absent", [("rethink_rethink", "rethink"), ("rethink_self_eval", "self_eval"),
+                                          ("rethink_verbal_feedback", "blocks"), ("rethink_block_info", "blocks")])
+def test_ablation_switches_remove_their_component(flag, absent):
+    script = Script(expand=[thoughts(("Return x + 2.", 1.0))] * 3, expand_fb=[thoughts(("Add one.", 1.0))] * 3,
+                    solver=[code("x + 2"), code("x + 1"), code("x + 1")] * 2,
+                    blocks=["[]"] * 5, rethink=["Add one to x."] * 3, self_eval=["0.4"] * 3)
+    out = run(script, rethink_rollouts=2, **{flag: False})
+    assert absent not in script.roles and out["stop_reason"] == "budget_exhausted"
+    if flag == "rethink_verbal_feedback":
+        assert "expand_fb" not in script.roles
+    if flag == "rethink_block_info":
+        assert "(Execution Feedback)" in script.prompts["rethink"][0]
+        assert "(Block-level Analysis)" not in script.prompts["rethink"][0]
+    if flag == "rethink_self_eval":
+        assert max(n.get("reward", 0) for n in out["nodes"].values()) == 1.0
+
+
+def test_best_program_counts_the_first_reward_of_a_code_and_ties_go_earliest():
+    programs = [{"node": "a", "code": "x", "reward": 0.5}, {"node": "b", "code": "y", "reward": 0.9},
+                {"node": "c", "code": "y", "reward": 0.1}, {"node": "d", "code": "z", "reward": 0.9}]
+    assert best_program(programs)["node"] == "b"
+    assert best_program([]) is None
