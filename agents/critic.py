@@ -14,11 +14,11 @@ from codeforest.problems import Problem
 from codeforest.prompts import Prompt
 
 SCORE_SCHEMA = {"title": "Score", "description": "Closeness of outputs, 0-5.", "type": "object",
-                "properties": {"analysis": {"type": "string"}, "score": {"type": "integer", "minimum": 0,
-                                                                          "maximum": 5}},
+                "properties": {"analysis": {"type": "string", "maxLength": 600},
+                               "score": {"type": "integer", "minimum": 0, "maximum": 5}},
                 "required": ["analysis", "score"], "additionalProperties": False}
 VERDICT_SCHEMA = {"title": "Verdict", "description": "Whether the solution generalises.", "type": "object",
-                  "properties": {"analysis": {"type": "string"}, "verdict": {"type": "boolean"}},
+                  "properties": {"analysis": {"type": "string", "maxLength": 600}, "verdict": {"type": "boolean"}},
                   "required": ["analysis", "verdict"], "additionalProperties": False}
 SCORE_FALLBACK = 0
 VERDICT_FALLBACK = True  # the released code accepts a reply it cannot read
@@ -94,12 +94,13 @@ def verify(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code: str,
 
 SELF_EVAL_SCHEMA = {"title": "SelfEvaluation", "description": "Correctness score in [-1, 1].", "type": "object",
                     "properties": {"evaluation": {"type": "number", "minimum": -1, "maximum": 1},
-                                   "explanation": {"type": "string"}},
+                                   "explanation": {"type": "string", "maxLength": 400}},
                     "required": ["evaluation", "explanation"], "additionalProperties": False}
 BLOCKS_SCHEMA = {"title": "BlockAnalysis", "description": "Each traced block judged.", "type": "object",
-                 "properties": {"blocks": {"type": "array", "items": {
-                     "type": "object", "properties": {"block": {"type": "string"}, "correct": {"type": "boolean"},
-                                                      "explanation": {"type": "string"}},
+                 "properties": {"blocks": {"type": "array", "maxItems": 12, "items": {
+                     "type": "object", "properties": {"block": {"type": "string", "maxLength": 20},
+                                                      "correct": {"type": "boolean"},
+                                                      "explanation": {"type": "string", "maxLength": 300}},
                      "required": ["block", "correct", "explanation"], "additionalProperties": False}}},
                  "required": ["blocks"], "additionalProperties": False}
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")

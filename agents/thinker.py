@@ -82,7 +82,7 @@ class Thoughts:
     parsed: bool
 
 
-THOUGHTS_SCHEMA_ITEM = {"type": "object", "properties": {"thought": {"type": "string"},
+THOUGHTS_SCHEMA_ITEM = {"type": "object", "properties": {"thought": {"type": "string", "maxLength": 400},
                                                          "reasonableness": {"type": "number"}},
                         "required": ["thought", "reasonableness"], "additionalProperties": False}
 

@@ -158,7 +158,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         def on_event(event: dict) -> None:
             text = _describe(event)
             status.update(text)
-            if event.get("event") in ("executed", "decision", "verdict", "finished"):
+            if event.get("event") in ("executed", "decision", "verdict", "reward", "rethink", "finished"):
                 err.print(f"  {text}")
 
         output = solve(task.problem, args.graph, context=context, on_event=on_event)
@@ -189,9 +189,14 @@ def _describe(event: dict) -> str:
     if kind == "decision":
         return f"node {node}: {event.get('decision')} ({event.get('reason')}), value {event.get('value')}"
     if kind == "verdict":
+        if "v_llm" in event:
+            return f"node {node}: self-evaluation {event['v_llm']}"
         judged = f"score {event['score']}/5" if "score" in event else \
             ("accepted" if event.get("accepted") else "rejected")
         return f"node {node}: Critic {judged}"
+    if kind in ("reward", "rethink", "backpropagated"):
+        details = ", ".join(f"{k}={str(v)[:60]}" for k, v in event.items() if k not in ("event", "node"))
+        return f"node {node}: {kind} {details}"
     if kind == "node_created":
         origin = f" from {event['parent']}" if event.get("parent") else ""
         return f"node {node} (depth {event.get('depth')}){origin}: {str(event.get('text', ''))[:70]}"

@@ -100,3 +100,15 @@ def test_codetree_solves_a_problem_that_direct_fails():
     assert tree["private_passed"] is True, tree["final_code"]
     assert tree["cost"]["programs"] <= 2 and tree["cost"]["llm_calls"] >= 3
     assert len(tree["nodes"]) >= 2 and tree["stop_reason"] in ("accepted", "budget_exhausted")
+
+
+def test_rethink_mcts_small_budget_solve():
+    """RethinkMCTS with 2 rollouts (the paper's budget is 16, too slow for CI) on HumanEval/0, 0.5B model."""
+    out = _solve_json("--graph", "rethink_mcts", "--dataset", "humaneval", "--problem", "HumanEval/0",
+                      env={"CODEFOREST_RETHINK_ROLLOUTS": "2"})
+    assert out["stop_reason"] == "budget_exhausted" and out["cost"]["programs"] >= 2
+    thoughts = [n for n in out["nodes"].values() if n["kind"] == "thought"]
+    assert len(thoughts) >= 3 and out["nodes"]["root"]["visits"] == 2
+    rewards = {i: n["reward"] for i, n in out["nodes"].items() if n.get("code")}
+    assert len(rewards) >= 2 and rewards[out["final_node"]] == max(rewards.values())
+    assert "def has_close_elements" in out["final_code"] and out["private_passed"] is not None
