@@ -1,10 +1,12 @@
 """Run untrusted, model-written programs against tests, outside the framework's own process.
 
 ``run(code, tests, timeout=...)`` is the single seam every graph uses. The local backend starts a
-fresh ``python -I`` child per program in a scratch directory, with a scrubbed environment,
-rlimits set by the child on itself before any untrusted code runs, and a wall-clock watchdog that
-kills the child's whole process group. All tests of one program share one process; a test that
-hangs or kills the process costs only itself: the remaining tests run in a fresh process.
+fresh ``python -I -S`` child per program in a scratch directory, under bubblewrap where it works
+(no network, read-only system, private /tmp, own pid namespace, unprivileged user), with a scrubbed
+environment, rlimits set by the child on itself before any untrusted code runs, and a wall-clock
+watchdog that kills the child's whole process group. All tests of one program share one process;
+a test that hangs or kills the process costs only itself: the remaining tests run in a fresh one.
+The E2B backend (``sandbox_e2b``) shares the test loop and the child-side runner.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ class Sandbox(Protocol):
     """A place where untrusted code runs."""
 
     def run(self, code: str, tests: TestSuite, *, timeout: float = 5.0) -> ExecutionResult: ...
+
+    def trace(self, code: str, tests: TestSuite, index: int, *, timeout: float = 5.0) -> dict: ...
 
 
 class ChildSandbox:
