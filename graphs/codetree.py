@@ -130,10 +130,10 @@ def build_graph(checkpointer=None, *, model: BaseChatModel | None = None, name: 
         accepted = False
         if not context.codetree_critic:
             if ratio > PASS_THRESHOLD:
-                return _decide(node, "accept", "passes the visible tests", value, feedback, {}, state, {})
+                return _decide(node, "accept", "passes the visible tests", value, feedback, {}, {})
             if node["depth"] < context.codetree_max_depth:
-                return _decide(node, "refine", "fails visible tests", value, feedback, {}, state, {})
-            return _decide(node, "abort", "depth limit", value, feedback, {}, state, {})
+                return _decide(node, "refine", "fails visible tests", value, feedback, {}, {})
+            return _decide(node, "abort", "depth limit", value, feedback, {}, {})
         llm = resolve_model(context, model)
         critic_prompt = prompt_for(context, "critic")
         if ratio > PASS_THRESHOLD:
@@ -152,14 +152,14 @@ def build_graph(checkpointer=None, *, model: BaseChatModel | None = None, name: 
                 accepted = True  # the released code's forced accept at max depth
         if accepted:
             return _decide(node, "accept", "Critic accepted" if update.get("critic_verdict") else
-                           "forced accept at max depth", value, feedback, cost, state, update)
+                           "forced accept at max depth", value, feedback, cost, update)
         if ratio > PASS_THRESHOLD:  # visible pass rejected by the Critic
             if node["depth"] >= context.codetree_max_depth:
-                return _decide(node, "abort", "depth limit", value, feedback, cost, state, update)
-            return _decide(node, "refine", "Critic rejected a visible pass", value, feedback, cost, state, update)
+                return _decide(node, "abort", "depth limit", value, feedback, cost, update)
+            return _decide(node, "refine", "Critic rejected a visible pass", value, feedback, cost, update)
         update["last_failing"] = node["id"]
         if node["depth"] >= context.codetree_max_depth:
-            return _decide(node, "abort", "depth limit", value, feedback, cost, state, update)
+            return _decide(node, "abort", "depth limit", value, feedback, cost, update)
         score = critic.score_tests(llm, critic_prompt, state["problem"], code=node["code"], feedback=feedback,
                                    structured=context.structured_output)
         emit("verdict", node=node["id"], score=score.value, analysis=score.analysis[:300])
@@ -167,8 +167,8 @@ def build_graph(checkpointer=None, *, model: BaseChatModel | None = None, name: 
         value += int(score.value) / 15
         parent_value = parent.get("value", 0.0) if parent else 0.0
         if value < parent_value or (value == parent_value and node["depth"] > int(score.value)):
-            return _decide(node, "abort", "value below its parent's", value, feedback, score.cost, state, update)
-        return _decide(node, "refine", "refine", value, feedback, score.cost, state, update)
+            return _decide(node, "abort", "value below its parent's", value, feedback, score.cost, update)
+        return _decide(node, "refine", "refine", value, feedback, score.cost, update)
 
     def reflect(state: CodeTreeState, runtime: Runtime[Context]) -> dict:
         context = context_of(runtime)
@@ -225,7 +225,7 @@ def _spent(state: CodeTreeState, context: Context) -> bool:
 
 
 def _decide(node: NodeRecord, decision: str, reason: str, value: float, feedback: str, cost: dict,
-            state: CodeTreeState, extra: dict) -> dict:
+            extra: dict) -> dict:
     status = {"accept": "accepted", "refine": "refined", "abort": "aborted"}[decision]
     emit("decision", node=node["id"], decision=decision, reason=reason, value=round(value, 4))
     record = {"value": value, "feedback": feedback, "status": status, "decision_reason": reason}
