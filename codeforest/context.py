@@ -68,6 +68,10 @@ class Context:
         "description": "Discount per level in backpropagation: 1.0 (the paper), 0.9 (the released code)."})
     rethink_max_rethinks: int = field(default=1, metadata={
         "description": "Rethinks per node (the released code: 1)."})
+    rethink_concurrency: int = field(default=1, metadata={
+        "description": "1: one rollout at a time (the paper). N > 1: after an expansion, up to N of the new "
+                       "children are evaluated at once (Send), each counting as a rollout; set the endpoint's "
+                       "parallel slots (server_slots) to match."})
     rethink_rethink: bool = field(default=True, metadata={"description": "Ablation: false = w/o rethink."})
     rethink_verbal_feedback: bool = field(default=True, metadata={
         "description": "Ablation: false = w/o verbal feedback (scalar reward only)."})

@@ -21,13 +21,14 @@ from typing import Annotated
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
+from langgraph.types import Send
 
 from codeforest.agents import critic, rethink, solver, thinker
 from codeforest.agents.base import emit, prompt_for, resolve_model
 from codeforest.context import Context
 from codeforest.graphs import search
 from codeforest.graphs.common import context_of
-from codeforest.graphs.state import SearchInput, SearchOutput, SearchState, add_cost
+from codeforest.graphs.state import SearchInput, SearchOutput, SearchState, add_cost, merge_nodes
 from codeforest.problems import public_suite
 from codeforest.tools.sandbox import run_public_tests
 from codeforest.tools.testing import ExecutionResult, feedback_text
@@ -49,6 +50,12 @@ class RethinkState(SearchState, total=False):
     path: list[str]
     rollouts: int
     programs: Annotated[list[dict], operator.add]
+    batch: Annotated[list[dict], add_or_clear]  # children evaluated concurrently, awaiting backpropagation
+
+
+def add_or_clear(left: list | None, right: list | None) -> list:
+    """Append, or empty the list when the update is None (the join consumed the batch)."""
+    return [] if right is None else (left or []) + right
 
 
 def thoughts_text(nodes: dict, path: list[str]) -> str:
@@ -64,6 +71,7 @@ def build_graph(checkpointer=None, *, model: BaseChatModel | None = None, name: 
 
     def expand_children(state: RethinkState, context: Context, parent_id: str, feedback: str | None) -> dict:
         nodes = state["nodes"]
+        base = max(n.get("order", 0) for n in nodes.values()) + 1 + state.get("id_offset", 0)
         parent = nodes[parent_id]
         path = search.path_to(nodes, parent_id)
         ideas = thinker.thoughts(llm(context), prompt_for(context, "thinker_mcts"), state["problem"],
@@ -72,10 +80,10 @@ def build_graph(checkpointer=None, *, model: BaseChatModel | None = None, name: 
                                  structured=context.structured_output)
         children = {}
         for i, (text, prior) in enumerate(ideas.items):
-            node_id = f"n{len(nodes) + i}"
+            node_id = f"n{base + i}"
             children[node_id] = {"id": node_id, "parent": parent_id, "depth": parent.get("depth", 0) + 1,
                                  "kind": "thought", "text": text, "prior": prior, "visits": 0, "q": 0.0,
-                                 "status": "open", "order": len(nodes) + i, "rethinks": 0}
+                                 "status": "open", "order": base + i, "rethinks": 0}
             emit("node_created", node=node_id, parent=parent_id, depth=children[node_id]["depth"], text=text,
                  prior=prior)
         return {"nodes": children, "cost": ideas.cost}
@@ -159,6 +167,53 @@ def build_graph(checkpointer=None, *, model: BaseChatModel | None = None, name: 
         emit("backpropagated", node=leaf, reward=round(reward, 4), rollout=rollouts)
         return {"nodes": updates, "rollouts": rollouts}
 
+    def simulate_branch(payload: dict, runtime: Runtime[Context]) -> dict:
+        """One new child evaluated on its own (Send): simulate, rethink if it may, expand."""
+        local = dict(payload)
+        updates: dict = {"nodes": {}, "cost": {}, "programs": []}
+
+        def apply(update: dict) -> None:
+            local["nodes"] = merge_nodes(local["nodes"], update.get("nodes"))
+            updates["nodes"] = merge_nodes(updates["nodes"], update.get("nodes"))
+            updates["cost"] = add_cost(updates["cost"], update.get("cost"))
+            updates["programs"] += update.get("programs", [])
+
+        apply(simulate(local, runtime))
+        while after_simulate(local, runtime) == "rethink":
+            apply(rethink_node(local, runtime))
+            apply(simulate(local, runtime))
+        apply(expand(local, runtime))
+        leaf = local["path"][-1]
+        return {**updates, "batch": [{"node": leaf, "reward": local["nodes"][leaf]["reward"]}]}
+
+    def join(state: RethinkState, runtime: Runtime[Context]) -> dict:
+        """Backpropagate the batch, one child after the other; each counts as a rollout."""
+        context = context_of(runtime)
+        nodes = dict(state["nodes"])
+        updates: dict = {}
+        for item in state.get("batch", []):
+            step = search.backpropagate(nodes, item["node"], item["reward"], gamma=context.rethink_gamma)
+            nodes = merge_nodes(nodes, step)
+            updates = merge_nodes(updates, step)
+            emit("backpropagated", node=item["node"], reward=round(item["reward"], 4))
+        return {"nodes": updates, "rollouts": state["rollouts"] + len(state.get("batch", [])), "batch": None}
+
+    def after_backpropagate(state: RethinkState, runtime: Runtime[Context]):
+        context = context_of(runtime)
+        left = context.rethink_rollouts - state["rollouts"]
+        if left <= 0:
+            return "finalize"
+        if context.rethink_concurrency > 1:
+            leaf = state["path"][-1]
+            fresh = [c["id"] for c in search.children(state["nodes"], leaf) if "reward" not in c]
+            fresh = fresh[:min(context.rethink_concurrency, left)]
+            if len(fresh) > 1:  # evaluate the new children at once; the endpoint serves them in parallel
+                path = search.path_to(state["nodes"], leaf)
+                return [Send("simulate_branch", {"problem": state["problem"], "nodes": state["nodes"],
+                                                 "path": [*path, child], "id_offset": j * context.rethink_width})
+                        for j, child in enumerate(fresh)]
+        return "select"
+
     def finalize(state: RethinkState, runtime: Runtime[Context]) -> dict:
         context = context_of(runtime)
         best = best_program(state.get("programs", []))
@@ -181,10 +236,11 @@ def build_graph(checkpointer=None, *, model: BaseChatModel | None = None, name: 
     builder.add_conditional_edges("simulate", after_simulate, ["rethink", "expand"])
     builder.add_edge("rethink", "simulate")
     builder.add_edge("expand", "backpropagate")
-    def after_backpropagate(state: RethinkState, runtime: Runtime[Context]) -> str:
-        return "select" if state["rollouts"] < context_of(runtime).rethink_rollouts else "finalize"
-
-    builder.add_conditional_edges("backpropagate", after_backpropagate, ["select", "finalize"])
+    builder.add_node("simulate_branch", simulate_branch)
+    builder.add_node("join", join)
+    builder.add_conditional_edges("backpropagate", after_backpropagate, ["select", "finalize", "simulate_branch"])
+    builder.add_edge("simulate_branch", "join")
+    builder.add_conditional_edges("join", after_backpropagate, ["select", "finalize", "simulate_branch"])
     builder.add_edge("finalize", END)
     return builder.compile(checkpointer=checkpointer, name=name).with_config(recursion_limit=10_000)
 

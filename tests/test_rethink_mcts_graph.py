@@ -105,3 +105,24 @@ def test_best_program_counts_the_first_reward_of_a_code_and_ties_go_earliest():
                 {"node": "c", "code": "y", "reward": 0.1}, {"node": "d", "code": "z", "reward": 0.9}]
     assert best_program(programs)["node"] == "b"
     assert best_program([]) is None
+
+
+def test_new_children_evaluated_concurrently_each_count_as_a_rollout():
+    def respond(messages):
+        text = "\n".join(str(m.content) for m in messages)
+        if "correctness score in range [-1, 1]" in text:
+            return "0.5"
+        if "Reasonableness" in text:
+            return thoughts(("Return x + 1.", 0.5), ("Return x + 2.", 0.5))
+        return code("x + 1") if "Return x + 1." in text else code("x + 2")
+
+    model = RespondingChatModel(respond=respond)
+    context = Context(structured_output=False, rethink_width=2, rethink_rollouts=3, rethink_concurrency=2,
+                      rethink_rethink=False, rethink_block_info=False)
+    out = build_graph(model=model).invoke({"problem": PROBLEM}, context=context)
+    nodes = out["nodes"]
+    assert out["stop_reason"] == "budget_exhausted" and nodes["root"]["visits"] == 3
+    assert out["cost"]["programs"] == 3
+    assert {i for i, n in nodes.items() if "reward" in n} == {"n1", "n3", "n4"}  # n1, then its two children at once
+    assert {nodes[i]["parent"] for i in ("n5", "n6", "n7", "n8")} == {"n3", "n4"}  # disjoint ids per branch
+    assert nodes["n1"]["visits"] == 3 and nodes["n3"]["visits"] == nodes["n4"]["visits"] == 1
