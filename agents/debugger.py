@@ -5,8 +5,8 @@ from __future__ import annotations
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from codeforest.agents.base import assemble_program, call_model, extract_code
-from codeforest.agents.solver import SolverReply
+from codeforest.agents.base import call_model
+from codeforest.agents.solver import SolverReply, program_reply
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
 
@@ -26,9 +26,4 @@ def repair(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code: str,
         HumanMessage(prompt.render("improve")),
     ]
     raw, cost = call_model(model, msgs)
-    new_code = extract_code(raw, problem.get("entry_point"))
-    parsed = new_code is not None
-    if not parsed:
-        cost["parse_failures"] = 1
-        new_code = raw
-    return SolverReply(code=assemble_program(problem, new_code), raw=raw, cost=cost, parsed=parsed)
+    return program_reply(problem, raw, cost)

@@ -35,6 +35,11 @@ def write_code(model: BaseChatModel, prompt: Prompt, problem: Problem, hint: str
     else:
         user = prompt.render("user", problem=problem["prompt"])
     raw, cost = call_model(model, messages(system, user))
+    return program_reply(problem, raw, cost)
+
+
+def program_reply(problem: Problem, raw: str, cost: dict) -> SolverReply:
+    """The runnable program in a code-writing reply; without a code block, the reply itself (counted)."""
     code = extract_code(raw, problem.get("entry_point"))
     parsed = code is not None
     if not parsed:

@@ -27,11 +27,10 @@ from codeforest.agents import critic, rethink, solver, thinker
 from codeforest.agents.base import emit, prompt_for, resolve_model
 from codeforest.context import Context
 from codeforest.graphs import search
-from codeforest.graphs.common import context_of
+from codeforest.graphs.common import context_of, run_node_tests
 from codeforest.graphs.state import SearchInput, SearchOutput, SearchState, add_cost, merge_nodes
 from codeforest.problems import public_suite
-from codeforest.tools.sandbox import run_public_tests
-from codeforest.tools.testing import ExecutionResult, feedback_text
+from codeforest.tools.testing import ExecutionResult
 from codeforest.tools.tracing import failing_test_trace
 
 BUDGET_UNIT = "rollouts"
@@ -108,11 +107,10 @@ def build_graph(checkpointer=None, *, model: BaseChatModel | None = None, name: 
         thoughts = thoughts_text(nodes, state["path"])
         reply = solver.write_code(llm(context), prompt_for(context, "solver"), problem, thoughts=thoughts)
         cost = [{**reply.cost, "programs": 1, "sandbox_runs": 1}]
-        result = run_public_tests(problem, reply.code, timeout=context.test_timeout, backend=context.sandbox)
+        result, tested = run_node_tests(problem, reply.code, context, leaf)
         v_test = result.pass_rate if result.total else 1.0
-        emit("executed", node=leaf, passed=result.passed, total=result.total)
-        record = {"code": reply.code, "execution": result.summary(), "feedback": feedback_text(result),
-                  "status": "passed" if v_test == 1.0 else "failed", "verbal_feedback": ""}
+        record = {**tested, "code": reply.code, "status": "passed" if v_test == 1.0 else "failed",
+                  "verbal_feedback": ""}
         reward = v_test
         if v_test == 1.0 and context.rethink_self_eval:
             judged = critic.self_evaluate(llm(context), prompt_for(context, "critic_mcts"), problem,
