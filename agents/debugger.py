@@ -27,3 +27,21 @@ def repair(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code: str,
     ]
     raw, cost = call_model(model, msgs)
     return program_reply(problem, raw, cost)
+
+
+def repair_from_reflection(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code: str,
+                           reflection: str) -> SolverReply:
+    """BESTER's repair: the original query, the program as the model's answer, then the reflection.
+
+    The failing tests are not shown: they reach the repair only through the reflection (SPEC §2.2).
+    """
+    kind = problem["kind"]
+    msgs = [
+        HumanMessage(prompt.render(f"query.{kind}", problem=problem["prompt"])),
+        AIMessage(prompt.render("previous", code=code)),
+        HumanMessage(prompt.render(f"repair.{kind}", problem=problem["prompt"], reflection=reflection)),
+    ]
+    if prompt.has(f"system.{kind}"):
+        msgs.insert(0, SystemMessage(prompt.render(f"system.{kind}")))
+    raw, cost = call_model(model, msgs)
+    return program_reply(problem, raw, cost)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage
 
 from codeforest.agents.base import assemble_program, call_model, extract_code, messages
 from codeforest.problems import Problem
@@ -25,16 +26,21 @@ def write_code(model: BaseChatModel, prompt: Prompt, problem: Problem, hint: str
                thoughts: str | None = None) -> SolverReply:
     """Ask the model for a full program from the problem and a hint (CodeTree) or thoughts (the MCTS graphs).
 
+    The user template may differ by problem kind (``user.function``); the system message is optional.
     Falls back to the reply text when it holds no code block.
     """
-    system = prompt.render(f"system.{problem['kind']}")
+    kind = problem["kind"]
     if thoughts is not None:
         user = prompt.render("user_with_thoughts", problem=problem["prompt"], thoughts=thoughts)
     elif hint:
         user = prompt.render("user_with_hint", problem=problem["prompt"], hint=hint)
     else:
-        user = prompt.render("user", problem=problem["prompt"])
-    raw, cost = call_model(model, messages(system, user))
+        user = prompt.render(f"user.{kind}" if prompt.has(f"user.{kind}") else "user", problem=problem["prompt"])
+    if prompt.has(f"system.{kind}"):
+        msgs = messages(prompt.render(f"system.{kind}"), user)
+    else:  # a prompt without a system message (BESTER's)
+        msgs = [HumanMessage(user)]
+    raw, cost = call_model(model, msgs)
     return program_reply(problem, raw, cost)
 
 

@@ -1,5 +1,7 @@
 """Thinker: strategies for a problem, and reflections on a failing solution (CodeTree's wording).
 
+BESTER's self-reflection is one free-text answer per call, sampled at a temperature the caller binds.
+
 CodeTree's format is numbered lines, not JSON, so its Thinker parses text. RethinkMCTS's expansion asks for
 a JSON list of thoughts with "Reasonableness" priors: there the schema-constrained call is used when enabled.
 """
@@ -70,6 +72,32 @@ def reflections(model: BaseChatModel, prompt: Prompt, problem: Problem, *, strat
     user = prompt.render("reflection.user", problem=problem["prompt"], strategy=strategy, code=code,
                          feedback=feedback)
     return _ask(model, prompt, "reflection", system, user, width, fixed)
+
+
+@dataclass
+class Reflection:
+    """One free-text self-reflection; ``parsed`` is False when the reply was empty."""
+
+    text: str
+    raw: str
+    cost: dict
+    parsed: bool
+
+
+def self_reflection(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code: str,
+                    errors: str) -> Reflection:
+    """BESTER's self-reflection: the issues of a failing program in plain words, no code (App. D).
+
+    Sampling (temperature, seed) is the caller's: bind it to ``model``.
+    """
+    system = prompt.render("self_reflection.system")
+    user = prompt.render("self_reflection.user", problem=problem["prompt"], code=code, errors=errors)
+    raw, cost = call_model(model, [SystemMessage(system), HumanMessage(user)])
+    text = raw.strip()
+    if not text:
+        cost["parse_failures"] = 1
+        text = "The solution is incorrect."  # an empty reflection: the repair still gets a sentence
+    return Reflection(text=text, raw=raw, cost=cost, parsed=bool(raw.strip()))
 
 
 @dataclass

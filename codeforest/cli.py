@@ -158,7 +158,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         def on_event(event: dict) -> None:
             text = _describe(event)
             status.update(text)
-            if event.get("event") in ("executed", "decision", "verdict", "reward", "rethink", "finished"):
+            if event.get("event") in ("executed", "decision", "verdict", "reward", "rethink", "selected", "finished"):
                 err.print(f"  {text}")
 
         output = solve(task.problem, args.graph, context=context, on_event=on_event)
@@ -200,6 +200,9 @@ def _describe(event: dict) -> str:
     if kind == "node_created":
         origin = f" from {event['parent']}" if event.get("parent") else ""
         return f"node {node} (depth {event.get('depth')}){origin}: {str(event.get('text', ''))[:70]}"
+    if kind == "selected":
+        return (f"round {event.get('round')}: chose node {node} ({event.get('passed')}/{event.get('total')} "
+                f"public tests), best so far {event.get('best')}")
     if kind == "generated":
         return f"node {node}: program written"
     details = ", ".join(f"{k}={v}" for k, v in event.items() if k not in ("event", "node"))

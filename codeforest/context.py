@@ -80,6 +80,27 @@ class Context:
     rethink_self_eval: bool = field(default=True, metadata={
         "description": "Ablation: false = w/o self-evaluation (reward = v_test)."})
 
+    # BESTER (SPEC-codetree-bester-codeprm.md §2): the paper's defaults.
+    bester_depth: int = field(default=2, metadata={"description": "BESTER depth N: rounds of repairs (2)."})
+    bester_width: int = field(default=5, metadata={
+        "description": "BESTER k: self-reflections, each with one repair, per round (5)."})
+    bester_reflection_temperature: float = field(default=0.8, metadata={
+        "description": "Sampling temperature of the self-reflections (0.8); programs and repairs are greedy."})
+    bester_loop: str = field(default="rounds", metadata={
+        "description": "'rounds': the initial program, then N rounds of k reflections -> k repairs -> select "
+                       "(1 + 2Nk = 21 calls, the paper's count; the SPEC's reading). 'literal': Algorithm 1 "
+                       "as printed, N iterations of generate -> select -> reflect, so N-1 repair rounds (its "
+                       "last reflections are never used and not requested: 11 calls)."})
+    bester_selection: str = field(default="most_tests", metadata={
+        "description": "Which repair a round keeps: 'most_tests' passed (the paper; ties: earliest) or "
+                       "'random' (Table 5's ablation; seeded by the problem id and round)."})
+    bester_final: str = field(default="best", metadata={
+        "description": "Program returned when none passes every public test: 'best' over the whole search "
+                       "(ties: earliest) or 'last_round' (the paper's pseudocode: the last round's choice)."})
+    bester_concurrency: int = field(default=1, metadata={
+        "description": "Reflections / repairs requested at once (LangGraph Send); results do not depend on "
+                       "it. The embedded server gets as many parallel slots."})
+
     def __post_init__(self) -> None:
         for f in fields(self):
             env = os.environ.get(ENV_PREFIX + f.name.upper())

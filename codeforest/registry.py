@@ -8,6 +8,7 @@ GRAPHS = {
     "direct": "codeforest.graphs.direct",
     "codetree": "codeforest.graphs.codetree",
     "rethink_mcts": "codeforest.graphs.rethink_mcts",
+    "bester": "codeforest.graphs.bester",
 }
 
 

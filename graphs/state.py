@@ -40,6 +40,7 @@ class NodeRecord(TypedDict, total=False):
     reward: float  # MCTS: the reward of the node's program
     v_llm: float  # RethinkMCTS: the self-evaluation of a program passing every public test
     rethinks: int  # RethinkMCTS: how often the node's thought was rewritten
+    seed: int  # BESTER: the sampling seed of the node's self-reflection
 
 
 class Cost(TypedDict, total=False):

@@ -55,6 +55,8 @@ class RespondingChatModel(BaseChatModel):
 
     respond: Callable
     calls: list = Field(default_factory=list)
+    call_kwargs: list = Field(default_factory=list)  # what each call was bound with (temperature, seed)
+    pass_kwargs: bool = False  # True: ``respond(messages, **kwargs)``
 
     @property
     def _llm_type(self) -> str:
@@ -62,6 +64,7 @@ class RespondingChatModel(BaseChatModel):
 
     def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs) -> ChatResult:
         self.calls.append(messages)
-        text = self.respond(messages)
+        self.call_kwargs.append(kwargs)
+        text = self.respond(messages, **kwargs) if self.pass_kwargs else self.respond(messages)
         usage = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
         return ChatResult(generations=[ChatGeneration(message=AIMessage(text, usage_metadata=usage))])

@@ -66,29 +66,35 @@ def _private_only_strings(task) -> list[str]:
             not in visible]
 
 
+@pytest.mark.parametrize("graph_name", ["direct", "bester"])
 @pytest.mark.parametrize("dataset", ["humaneval", "mbpp500", "apps_stdio150"])
-def test_no_private_test_reaches_a_graph(dataset, data_dir, tmp_path):
+def test_no_private_test_reaches_a_graph(dataset, graph_name, data_dir, tmp_path):
+    """No private-only test in any prompt or checkpointed state (BESTER: with a failing program's feedback)."""
     tasks = load_dataset(dataset, data_dir)[:3]
     model = RespondingChatModel(respond=lambda messages: "```python\nprint(1)\n```")
     saver = InMemorySaver()
-    bench = Bench(["direct"], tasks, tmp_path, context=Context(), dataset=dataset, model=model, checkpointer=saver)
+    context = Context(bester_depth=1, bester_width=1)
+    bench = Bench([graph_name], tasks, tmp_path, context=context, dataset=dataset, model=model, checkpointer=saver)
     bench.run()
     seen = [json.dumps([str(m.content) for m in call]) for call in model.calls]  # every prompt
     from codeforest.registry import build_graph
 
-    graph = build_graph("direct", checkpointer=saver, model=model)
+    graph = build_graph(graph_name, checkpointer=saver, model=model)
     for task in tasks:
-        history = graph.get_state_history({"configurable": {"thread_id": f"direct:{task.id}"}})
+        history = graph.get_state_history({"configurable": {"thread_id": f"{graph_name}:{task.id}"}})
         seen += [json.dumps(snapshot.values) for snapshot in history]  # the graph's input and every state
     everything = "\n".join(seen)
     assert len(seen) > 3 * 3
+    if graph_name == "bester":
+        assert "It failed the following test cases" in everything  # feedback did reach the prompts
     for task in tasks:
         secrets = _private_only_strings(task)
         assert secrets, f"{task.id} has private-only tests to look for"
         for secret in secrets:
             assert secret not in everything, f"a private test of {task.id} reached the graph"
     records = read_results(tmp_path)
-    assert all(r["private_tests"] > 0 and r["budget"] == {"unit": "programs", "limit": 1} for r in records)
+    budget = {"unit": "programs", "limit": 1} if graph_name == "direct" else {"unit": "llm_calls", "limit": 3}
+    assert all(r["private_tests"] > 0 and r["budget"] == budget for r in records)
 
 
 def test_records_errors_resume_and_retry(data_dir, tmp_path):

@@ -106,6 +106,16 @@ def feedback_text(result: ExecutionResult, limit: int = FEEDBACK_LIMIT) -> str:
     return _cut("\n".join(lines), limit)
 
 
+def failures_text(result: ExecutionResult, limit: int = FEEDBACK_LIMIT) -> str:
+    """Only the failing tests (and a whole-program error): BESTER's ``{errors}``."""
+    if result.error and not result.outcomes:
+        return _cut(result.error, limit)
+    lines = [_show_failure(o) for o in result.outcomes if not o.passed]
+    if result.error:
+        lines.append(result.error)
+    return _cut("\n".join(lines), limit)
+
+
 def _show_test(o: TestOutcome) -> str:
     if "\n" in o.test.strip() and o.expected is not None:
         return f"Input: {o.test.strip()!r}  Output: {o.expected.strip()!r}"

@@ -1,0 +1,135 @@
+"""BESTER driven by a scripted model: early stop, best-first choice, depth exhaustion, the exact call count."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from codeforest.context import Context
+from codeforest.graphs.bester import build_graph, choose
+from codeforest.registry import graph_budget
+from tests.fakes import RespondingChatModel
+
+PROBLEM = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",
+           "entry_point": "inc", "public_tests": ["assert inc(1) == 2", "assert inc(5) == 6", "assert inc(-3) == -2"]}
+
+# bodies of inc with 0, 1, 2 and 3 of the public tests passed
+PASSES = {0: "x", 1: "2 if x == 1 else 0", 2: "x + 1 if x > 0 else x", 3: "x + 1"}
+
+
+def code(body: str) -> str:
+    return f"```python\ndef inc(x):\n    return {body}\n```"
+
+
+class BesterScript:
+    """Initial program, then per-seed reflections ("fix #<seed>") and repairs with chosen pass counts."""
+
+    def __init__(self, initial: int, repairs: dict[int, int]):
+        self.initial = initial
+        self.repairs = repairs  # reflection seed -> tests the repair passes
+        self.roles: list[str] = []
+        self.prompts: dict[str, list[str]] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, messages, **kwargs):
+        first = str(messages[0].content)
+        if "experienced at identifying issues" in first:
+            role, reply = "reflection", f"The solution is incorrect because of fix #{kwargs['seed']}."
+        elif len(messages) == 1:
+            role, reply = "initial", code(PASSES[self.initial])
+        else:
+            seed = int(str(messages[-1].content).split("fix #")[1].split(".")[0])
+            role, reply = "repair", code(PASSES[self.repairs[seed]])
+        with self._lock:
+            self.roles.append(role)
+            self.prompts.setdefault(role, []).append("\n".join(str(m.content) for m in messages))
+        return reply
+
+
+def run(script: BesterScript, **settings):
+    model = RespondingChatModel(respond=script, pass_kwargs=True)
+    out = build_graph(model=model).invoke({"problem": PROBLEM}, context=Context(**settings))
+    return out, model
+
+
+def test_a_passing_initial_program_costs_one_call():
+    out, model = run(BesterScript(initial=3, repairs={}))
+    assert out["stop_reason"] == "solved" and out["final_node"] == "n1" and out["public_pass_rate"] == 1.0
+    assert len(model.calls) == 1 and out["cost"]["llm_calls"] == 1 and list(out["nodes"]) == ["n1"]
+
+
+def test_stops_after_the_round_with_the_first_full_pass():
+    script = BesterScript(initial=0, repairs={1: 0, 2: 2, 3: 3, 4: 3, 5: 1})
+    out, model = run(script)
+    assert out["stop_reason"] == "solved" and out["public_pass_rate"] == 1.0
+    assert out["final_node"] == "n4" and out["nodes"]["n4"]["seed"] == 3  # the earliest of two full passes
+    assert script.roles == ["initial"] + ["reflection"] * 5 + ["repair"] * 5  # no second round
+    assert out["cost"]["llm_calls"] == 11 and out["cost"]["programs"] == 6 and out["cost"]["sandbox_runs"] == 6
+    assert out["nodes"]["n4"]["status"] == "passed" and out["nodes"]["n1"]["status"] == "refined"
+
+
+def test_best_first_choice_then_depth_exhaustion_in_exactly_21_calls():
+    repairs = {1: 0, 2: 2, 3: 1, 4: 2, 5: 0,  # round 1: n3 (seed 2) and n5 tie at 2/3 -> n3, the earliest
+               6: 1, 7: 0, 8: 1, 9: 0, 10: 0}  # round 2: all worse than n3
+    script = BesterScript(initial=1, repairs=repairs)
+    out, model = run(script)
+    nodes = out["nodes"]
+    assert len(model.calls) == 21 and out["cost"]["llm_calls"] == 21 and out["cost"]["programs"] == 11
+    assert [n["parent"] for n in nodes.values()] == [None] + ["n1"] * 5 + ["n3"] * 5
+    assert {n["depth"] for i, n in nodes.items() if n["parent"] == "n3"} == {3}
+    assert out["stop_reason"] == "depth_exhausted"
+    assert out["final_node"] == "n3" and out["public_pass_rate"] == pytest.approx(2 / 3)  # best over the search
+    # reflections are sampled at 0.8 with one seed each; the initial program and the repairs are greedy
+    sampled = [kw for kw in model.call_kwargs if "seed" in kw]
+    assert sorted(kw["seed"] for kw in sampled) == list(range(1, 11))
+    assert {kw["temperature"] for kw in sampled} == {0.8}
+    assert sum("temperature" not in kw for kw in model.call_kwargs) == 11
+    # round 2 reflects on n3's program and shows only its failing test; repairs never see the tests
+    round2 = script.prompts["reflection"][5:]
+    assert all("x + 1 if x > 0 else x" in p and "assert inc(-3) == -2" in p for p in round2)
+    assert not any("assert inc(1) == 2" in p for p in round2)
+    assert not any("assert inc(" in p for p in script.prompts["repair"])
+    assert all("Based on the feedback, correctly complete" in p for p in script.prompts["repair"])
+
+
+def test_last_round_final_returns_the_paper_pseudocode_choice():
+    repairs = {1: 0, 2: 2, 3: 1, 4: 2, 5: 0, 6: 1, 7: 0, 8: 1, 9: 0, 10: 0}
+    out, _ = run(BesterScript(initial=1, repairs=repairs), bester_final="last_round")
+    assert out["final_node"] == "n7" and out["public_pass_rate"] == pytest.approx(1 / 3)  # round 2's first 1/3
+
+
+def test_literal_loop_makes_one_repair_round():
+    out, model = run(BesterScript(initial=0, repairs=dict.fromkeys(range(1, 6), 1)), bester_loop="literal")
+    assert len(model.calls) == 11 and out["stop_reason"] == "depth_exhausted" and out["final_node"] == "n2"
+
+
+def test_concurrency_builds_the_same_tree():
+    repairs = {1: 0, 2: 2, 3: 1, 4: 2, 5: 0, 6: 1, 7: 0, 8: 3, 9: 0, 10: 3}
+    serial, _ = run(BesterScript(initial=1, repairs=repairs))
+    parallel, model = run(BesterScript(initial=1, repairs=repairs), bester_concurrency=5)
+    assert parallel["final_node"] == serial["final_node"] == "n9" and parallel["stop_reason"] == "solved"
+    assert _without_timing(parallel["nodes"]) == _without_timing(serial["nodes"]) and len(model.calls) == 21
+
+
+def _without_timing(nodes: dict) -> dict:
+    return {i: {**n, "execution": {k: v for k, v in n["execution"].items() if k != "wall_s"}}
+            for i, n in nodes.items()}
+
+
+def test_choose_rules():
+    nodes = [{"id": f"n{i}", "order": i, "execution": {"passed": p, "total": 3}} for i, p in enumerate([1, 2, 2, 0])]
+    assert choose(nodes, "most_tests", "P", 1)["id"] == "n1"
+    picks = {choose(nodes, "random", "P", r)["id"] for r in range(20)}
+    assert len(picks) > 1 and picks <= {n["id"] for n in nodes}
+    assert choose(nodes, "random", "P", 3) == choose(list(reversed(nodes)), "random", "P", 3)  # reproducible
+    with pytest.raises(ValueError, match="bester_selection"):
+        choose(nodes, "fewest_tests", "P", 1)
+
+
+def test_budget_in_calls():
+    assert graph_budget("bester", Context()) == {"unit": "llm_calls", "limit": 21}
+    assert graph_budget("bester", Context(bester_loop="literal"))["limit"] == 11
+    assert graph_budget("bester", Context(bester_depth=3, bester_width=2))["limit"] == 13
+    with pytest.raises(ValueError, match="bester_loop"):
+        graph_budget("bester", Context(bester_loop="forever"))
