@@ -261,8 +261,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
             if progress.skipped:
                 status += f"  (skipped {progress.skipped} already done)"
             bar.update(task_id, total=progress.total, completed=progress.done, status=status)
-            if record is not None and record["error"]:
+            if record is None:
+                return
+            if record["error"]:
                 err.print(f"[red]{record['graph']} {record['problem_id']}: {escape(record['error'])}[/red]")
+            else:  # one line per finished problem: the log of a run in the background
+                verdict = "solved" if record["private_passed"] else "failed"
+                err.print(f"{record['graph']} {record['problem_id']}: {verdict} ({record['stop_reason']}), "
+                          f"{record['llm_calls']} calls, {record['prompt_tokens'] + record['completion_tokens']:,} "
+                          f"tokens, {record['wall_s']:.0f} s  [{progress.done}/{progress.total}]")
 
         bench.run(on_progress)
     write_samples(out)
@@ -283,7 +290,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     table = Table(title=f"Results in {args.out}")
     for column in ("graph", "model", "budget", "problems", "pass@1 (95% CI)", "mean pass rate", "tokens/problem",
-                   "calls/problem", "tokens/solved", "errors"):
+                   "calls/problem", "tokens/solved", "public-pass share", "errors"):
         table.add_column(column, justify="left" if column in ("graph", "model", "budget") else "right")
     for r in rows:
         budget = r["budget"] or {}
@@ -291,7 +298,9 @@ def cmd_report(args: argparse.Namespace) -> int:
                       str(r["problems"]),
                       f"{100 * r['pass_at_1']:.1f} ({100 * r['ci_low']:.1f}-{100 * r['ci_high']:.1f})",
                       f"{100 * r['mean_pass_rate']:.1f}", f"{r['mean_tokens']:,.0f}", f"{r['mean_calls']:.1f}",
-                      "-" if r["tokens_per_solved"] is None else f"{r['tokens_per_solved']:,.0f}", str(r["errors"]))
+                      "-" if r["tokens_per_solved"] is None else f"{r['tokens_per_solved']:,.0f}",
+                      "-" if r["public_pass_share"] is None else f"{100 * r['public_pass_share']:.1f}%",
+                      str(r["errors"]))
     out = Console()
     if not out.is_terminal:
         out.width = 160  # a file or a pipe: do not squeeze the table into 80 columns

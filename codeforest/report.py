@@ -31,6 +31,7 @@ def summarize(records: list[dict]) -> list[dict]:
         solved = sum(bool(r.get("private_passed")) for r in group)
         tokens = sum(r.get("prompt_tokens", 0) + r.get("completion_tokens", 0) for r in group)
         low, high = wilson_interval(solved, n)
+        counted = [r for r in group if "public_passing_programs" in r and r.get("programs")]
         rows.append({
             "graph": graph, "model": model, "problems": n, "solved": solved,
             "pass_at_1": solved / n, "ci_low": low, "ci_high": high,
@@ -39,6 +40,9 @@ def summarize(records: list[dict]) -> list[dict]:
             "mean_calls": sum(r.get("llm_calls", 0) for r in group) / n,
             "tokens_per_solved": tokens / solved if solved else None,
             "mean_wall_s": sum(r.get("wall_s", 0) for r in group) / n,
+            # share of generated programs passing every public test (None for records written before it)
+            "public_pass_share": (sum(r["public_passing_programs"] for r in counted) /
+                                  sum(r["programs"] for r in counted)) if counted else None,
             "errors": sum(1 for r in group if r.get("error")),
             "budget": group[0].get("budget"),
         })

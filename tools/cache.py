@@ -3,10 +3,13 @@
 The equivalent in ``langchain-community`` (``SQLiteCache``) lives in a package that is being sunset,
 and would pull in SQLAlchemy for one table; this is that cache on the standard library's sqlite3.
 Generations are stored with LangChain's own serializer, so a cache hit replays the full message.
+The model key leaves out the port of a loopback endpoint: the embedded server listens on a new free
+port in every process, and its answers must still be found by the next run.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 import warnings
@@ -16,6 +19,13 @@ from langchain_core.caches import RETURN_VAL_TYPE, BaseCache
 from langchain_core.load import dumps, loads
 
 warnings.filterwarnings("ignore", message="The function `loads` is in beta")
+
+_LOOPBACK_PORT = re.compile(r"(https?://(?:127\.0\.0\.1|localhost|\[::1\])):\d+")
+
+
+def model_key(llm_string: str) -> str:
+    """The model configuration as cached: a loopback endpoint's port removed."""
+    return _LOOPBACK_PORT.sub(r"\1", llm_string)
 
 
 class SQLiteResponseCache(BaseCache):
@@ -29,13 +39,21 @@ class SQLiteResponseCache(BaseCache):
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS responses (prompt TEXT, llm TEXT, idx INTEGER, "
                          "response TEXT, PRIMARY KEY (prompt, llm, idx))")
+        self._drop_loopback_ports()
         self._db.commit()
+
+    def _drop_loopback_ports(self) -> None:
+        """Rekey entries written with a loopback port (by earlier versions) so they are found again."""
+        for (llm,) in self._db.execute("SELECT DISTINCT llm FROM responses").fetchall():
+            if model_key(llm) != llm:
+                self._db.execute("UPDATE OR IGNORE responses SET llm = ? WHERE llm = ?", (model_key(llm), llm))
+                self._db.execute("DELETE FROM responses WHERE llm = ?", (llm,))
 
     def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
         """The cached generations for this prompt and model, if any."""
         with self._lock:
             rows = self._db.execute("SELECT response FROM responses WHERE prompt = ? AND llm = ? ORDER BY idx",
-                                    (prompt, llm_string)).fetchall()
+                                    (prompt, model_key(llm_string))).fetchall()
         if not rows:
             return None
         try:
@@ -47,7 +65,8 @@ class SQLiteResponseCache(BaseCache):
         """Store the generations of one call."""
         with self._lock:
             self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
-                                 [(prompt, llm_string, i, dumps(gen)) for i, gen in enumerate(return_val)])
+                                 [(prompt, model_key(llm_string), i, dumps(gen))
+                                  for i, gen in enumerate(return_val)])
             self._db.commit()
 
     def clear(self, **kwargs) -> None:
