@@ -111,13 +111,13 @@ def build_graph(checkpointer=None, *, model: BaseChatModel | None = None, name: 
             best = chosen
         emit("selected", node=chosen["id"], round=state["round"], passed=chosen["execution"]["passed"],
              total=chosen["execution"]["total"], best=best["id"])
-        return {"selected": chosen["id"], "best": best["id"],
-                "nodes": {chosen["id"]: {"status": "passed" if _passes(chosen) else "refined"}}}
+        update = {"selected": chosen["id"], "best": best["id"]}
+        if not _passes(chosen) and state["round"] < repair_rounds(context):
+            update["nodes"] = {chosen["id"]: {"status": "refined"}}  # its reflections come next
+        return update
 
     def after_select(state: BesterState, runtime: Runtime[Context]) -> str:
-        if _passes(state["nodes"][state["selected"]]) or state["round"] >= repair_rounds(context_of(runtime)):
-            return "finalize"
-        return "plan"
+        return "plan" if state["nodes"][state["selected"]]["status"] == "refined" else "finalize"
 
     def plan(state: BesterState, runtime: Runtime[Context]) -> dict:
         """k children of the chosen program, each waiting for its reflection and repair."""

@@ -80,6 +80,7 @@ def test_best_first_choice_then_depth_exhaustion_in_exactly_21_calls():
     assert {n["depth"] for i, n in nodes.items() if n["parent"] == "n3"} == {3}
     assert out["stop_reason"] == "depth_exhausted"
     assert out["final_node"] == "n3" and out["public_pass_rate"] == pytest.approx(2 / 3)  # best over the search
+    assert [nodes[i]["status"] for i in ("n1", "n3", "n5", "n7")] == ["refined", "refined", "failed", "failed"]
     # reflections are sampled at 0.8 with one seed each; the initial program and the repairs are greedy
     sampled = [kw for kw in model.call_kwargs if "seed" in kw]
     assert sorted(kw["seed"] for kw in sampled) == list(range(1, 11))

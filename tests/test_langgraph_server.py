@@ -72,3 +72,31 @@ def test_run_direct_on_a_problem_with_the_real_model(server):
     assert out["public_pass_rate"] == 1.0, out
     assert out["stop_reason"] == "passed_public_tests" and "def increment" in out["final_code"]
     assert out["cost"]["llm_calls"] == 1 and out["nodes"]["n1"]["execution"]["total"] == 1
+
+
+def test_bester_streams_its_rounds_through_the_server(server):
+    """BESTER's Send branches and progress events through the server, against a scripted endpoint."""
+    from tests.fake_openai import FakeOpenAI
+
+    failing = "```python\ndef increment(x):\n    return x\n```"
+    fixed = "```python\ndef increment(x):\n    return x + 1\n```"
+    api = FakeOpenAI([failing, "The solution is incorrect because it returns x.",
+                      "The solution is incorrect because it forgets to add one.", fixed, fixed])
+    problem = {"id": "T/inc", "prompt": 'def increment(x: int) -> int:\n    """Return x plus one."""\n',
+               "kind": "function", "entry_point": "increment", "public_tests": ["assert increment(1) == 2"]}
+    context = {"base_url": api.url, "model": "fake", "bester_width": 2, "bester_depth": 1, "bester_concurrency": 2}
+    try:
+        client = get_sync_client(url=server)
+        events, final = [], None
+        for chunk in client.runs.stream(None, "bester", input={"problem": problem}, context=context,
+                                        stream_mode=["custom", "values"]):
+            if chunk.event == "custom":
+                events.append(chunk.data["event"])
+            elif chunk.event == "values":
+                final = chunk.data
+    finally:
+        api.close()
+    assert final["stop_reason"] == "solved" and final["final_node"] == "n2" and "x + 1" in final["final_code"]
+    assert final["cost"]["llm_calls"] == 5 and len(api.requests) == 5
+    assert {r.get("seed") for r in api.requests if r.get("temperature") == 0.8} == {1, 2}
+    assert events.count("selected") == 2 and events[-1] == "finished"
