@@ -278,7 +278,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Print pass@1 (95% interval), pass rate and cost per graph; write the plot."""
-    from codeforest.report import report
+    from codeforest.report import MARKDOWN, SUMMARY_COLUMNS, report, summary_cells
 
     rows, plot_path = report(args.out)
     if not rows:
@@ -289,23 +289,15 @@ def cmd_report(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     table = Table(title=f"Results in {args.out}")
-    for column in ("graph", "model", "budget", "problems", "pass@1 (95% CI)", "mean pass rate", "tokens/problem",
-                   "calls/problem", "tokens/solved", "public-pass share", "errors"):
+    for column in SUMMARY_COLUMNS:
         table.add_column(column, justify="left" if column in ("graph", "model", "budget") else "right")
     for r in rows:
-        budget = r["budget"] or {}
-        table.add_row(r["graph"], str(r["model"]), f"{budget.get('limit', '?')} {budget.get('unit', '')}",
-                      str(r["problems"]),
-                      f"{100 * r['pass_at_1']:.1f} ({100 * r['ci_low']:.1f}-{100 * r['ci_high']:.1f})",
-                      f"{100 * r['mean_pass_rate']:.1f}", f"{r['mean_tokens']:,.0f}", f"{r['mean_calls']:.1f}",
-                      "-" if r["tokens_per_solved"] is None else f"{r['tokens_per_solved']:,.0f}",
-                      "-" if r["public_pass_share"] is None else f"{100 * r['public_pass_share']:.1f}%",
-                      str(r["errors"]))
+        table.add_row(*summary_cells(r))
     out = Console()
     if not out.is_terminal:
         out.width = 160  # a file or a pipe: do not squeeze the table into 80 columns
     out.print(table)
-    err.print(f"plot: {plot_path}")
+    err.print(f"plot: {plot_path}; Markdown report: {plot_path.parent / MARKDOWN}")
     return 0
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from codeforest.bench import latest_records, read_results
 
 PLOT = "pass_at_1_vs_tokens.png"
+MARKDOWN = "report.md"
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -80,7 +81,67 @@ def plot(rows: list[dict], path: str | Path) -> Path:
     return path
 
 
+def summary_cells(row: dict) -> list[str]:
+    """A summary row as the strings shown in the terminal and Markdown tables."""
+    budget = row["budget"] or {}
+    return [row["graph"], str(row["model"]), f"{budget.get('limit', '?')} {budget.get('unit', '')}".strip(),
+            str(row["problems"]),
+            f"{100 * row['pass_at_1']:.1f} ({100 * row['ci_low']:.1f}-{100 * row['ci_high']:.1f})",
+            f"{100 * row['mean_pass_rate']:.1f}", f"{row['mean_tokens']:,.0f}", f"{row['mean_calls']:.1f}",
+            "-" if row["tokens_per_solved"] is None else f"{row['tokens_per_solved']:,.0f}",
+            "-" if row["public_pass_share"] is None else f"{100 * row['public_pass_share']:.1f}%",
+            str(row["errors"])]
+
+
+SUMMARY_COLUMNS = ("graph", "model", "budget", "problems", "pass@1 (95% CI)", "mean pass rate", "tokens/problem",
+                   "calls/problem", "tokens/solved", "public-pass share", "errors")
+
+
+def _table(header: list[str] | tuple[str, ...], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def markdown(records: list[dict]) -> str:
+    """The summary table, then one row per problem (solved or not, calls, tokens per graph), then, for each
+    graph against the first one, the problems only one of them solved: small samples are compared pairwise."""
+    latest = latest_records(records)
+    rows = summarize(latest)
+    graphs = list(dict.fromkeys(r["graph"] for r in latest))
+    problems = list(dict.fromkeys(r["problem_id"] for r in latest))
+    by_key = {(r["graph"], r["problem_id"]): r for r in latest}
+
+    def cell(record: dict | None) -> str:
+        if record is None:
+            return "not run"
+        verdict = "error" if record.get("error") else "pass" if record.get("private_passed") else "fail"
+        tokens = record.get("prompt_tokens", 0) + record.get("completion_tokens", 0)
+        return f"{verdict} ({record.get('llm_calls', 0)} calls, {tokens:,} tok)"
+
+    parts = ["## Summary", _table(SUMMARY_COLUMNS, [summary_cells(r) for r in rows]),
+             "## Per problem (private tests)",
+             _table(["problem", *graphs], [[p, *(cell(by_key.get((g, p))) for g in graphs)] for p in problems])]
+    if len(graphs) > 1:
+        base = graphs[0]
+        lines = []
+        for graph in graphs[1:]:
+            common = [p for p in problems if (base, p) in by_key and (graph, p) in by_key]
+            won = [p for p in common if by_key[graph, p].get("private_passed") and
+                   not by_key[base, p].get("private_passed")]
+            lost = [p for p in common if by_key[base, p].get("private_passed") and
+                    not by_key[graph, p].get("private_passed")]
+            lines.append(f"- {graph} vs {base} on the {len(common)} problems both ran: "
+                         f"solves {len(won)} that {base} fails ({', '.join(won) or 'none'}), "
+                         f"fails {len(lost)} that {base} solves ({', '.join(lost) or 'none'})")
+        parts += [f"## Against {base}, problem by problem", "\n".join(lines)]
+    return "\n\n".join(parts) + "\n"
+
+
 def report(out_dir: str | Path) -> tuple[list[dict], Path | None]:
-    """Summarize a results folder and write its plot next to the results."""
-    rows = summarize(read_results(out_dir))
-    return rows, (plot(rows, Path(out_dir) / PLOT) if rows else None)
+    """Summarize a results folder; write its plot and a Markdown report next to the results."""
+    records = read_results(out_dir)
+    rows = summarize(records)
+    if not rows:
+        return rows, None
+    (Path(out_dir) / MARKDOWN).write_text(markdown(records), encoding="utf-8")
+    return rows, plot(rows, Path(out_dir) / PLOT)

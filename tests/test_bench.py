@@ -241,4 +241,8 @@ def test_report_table_interval_and_plot(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "80.0 (37.6-96.4)" in out and "20 programs" in out and "10.0%" in out
     assert (tmp_path / "pass_at_1_vs_tokens.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    md = (tmp_path / "report.md").read_text()
+    assert "| tree | m | 20 programs | 5 | 100.0 (56.6-100.0) |" in md
+    assert "| P/4 | fail (1 calls, 150 tok) | pass (20 calls, 1,050 tok) |" in md
+    assert "tree vs direct on the 5 problems both ran: solves 1 that direct fails (P/4), fails 0" in md
     assert main(["report", str(tmp_path / "empty")]) == 2
