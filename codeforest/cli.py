@@ -277,7 +277,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Print pass@1 (95% interval), pass rate and cost per graph; write the plot."""
+    """Print pass@1 (95% interval), pass rate and cost per graph; write the plot and report.md."""
     from codeforest.report import MARKDOWN, SUMMARY_COLUMNS, report, summary_cells
 
     rows, plot_path = report(args.out)

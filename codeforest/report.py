@@ -81,6 +81,10 @@ def plot(rows: list[dict], path: str | Path) -> Path:
     return path
 
 
+SUMMARY_COLUMNS = ("graph", "model", "budget", "problems", "pass@1 (95% CI)", "mean pass rate", "tokens/problem",
+                   "calls/problem", "tokens/solved", "public-pass share", "errors")
+
+
 def summary_cells(row: dict) -> list[str]:
     """A summary row as the strings shown in the terminal and Markdown tables."""
     budget = row["budget"] or {}
@@ -91,10 +95,6 @@ def summary_cells(row: dict) -> list[str]:
             "-" if row["tokens_per_solved"] is None else f"{row['tokens_per_solved']:,.0f}",
             "-" if row["public_pass_share"] is None else f"{100 * row['public_pass_share']:.1f}%",
             str(row["errors"])]
-
-
-SUMMARY_COLUMNS = ("graph", "model", "budget", "problems", "pass@1 (95% CI)", "mean pass rate", "tokens/problem",
-                   "calls/problem", "tokens/solved", "public-pass share", "errors")
 
 
 def _table(header: list[str] | tuple[str, ...], rows: list[list[str]]) -> str:
