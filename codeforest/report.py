@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from codeforest.bench import latest_records, read_results
+from codeforest.bench import latest_records, read_results, run_label
 
 PLOT = "pass_at_1_vs_tokens.png"
 MARKDOWN = "report.md"
@@ -22,10 +22,12 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, flo
 
 
 def summarize(records: list[dict]) -> list[dict]:
-    """One row per (graph, model): pass@1 and its interval, mean pass rate, tokens and calls."""
+    """One row per (graph, model): pass@1 and its interval, mean pass rate, tokens and calls. A graph run with
+    other settings (an ablation) is its own row, its ``graph`` the run label, e.g. ``rethink_mcts
+    rethink_rethink=false``."""
     groups: dict[tuple, list[dict]] = {}
     for record in latest_records(records):
-        groups.setdefault((record["graph"], record.get("model")), []).append(record)
+        groups.setdefault((run_label(record), record.get("model")), []).append(record)
     rows = []
     for (graph, model), group in groups.items():
         n = len(group)
@@ -107,9 +109,9 @@ def markdown(records: list[dict]) -> str:
     graph against the first one, the problems only one of them solved: small samples are compared pairwise."""
     latest = latest_records(records)
     rows = summarize(latest)
-    graphs = list(dict.fromkeys(r["graph"] for r in latest))
+    graphs = list(dict.fromkeys(run_label(r) for r in latest))
     problems = list(dict.fromkeys(r["problem_id"] for r in latest))
-    by_key = {(r["graph"], r["problem_id"]): r for r in latest}
+    by_key = {(run_label(r), r["problem_id"]): r for r in latest}
 
     def cell(record: dict | None) -> str:
         if record is None:

