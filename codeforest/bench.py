@@ -163,7 +163,7 @@ class Bench:
             nodes = output.get("nodes") or {}
             record.update(final_code=output["final_code"] or "", final_node=output["final_node"],
                           stop_reason=output["stop_reason"], public_pass_rate=output["public_pass_rate"] or 0.0,
-                          public_passing_programs=public_passing_programs(nodes),
+                          public_passing_programs=public_passing_programs(nodes), tree_programs=tree_programs(nodes),
                           **{k: output["cost"].get(k, 0) for k in COST_FIELDS})
             score = score_private(task, record["final_code"], backend=self.context.sandbox)
             record.update(private_passed=bool(score.passed), private_pass_rate=score.pass_rate or 0.0)
@@ -196,6 +196,11 @@ def public_passing_programs(nodes: dict) -> int:
     """Tree nodes whose program passes every public test (RethinkMCTS Table 3's numerator)."""
     return sum(1 for n in nodes.values() if n.get("code") and n.get("execution", {}).get("total")
                and n["execution"]["passed"] == n["execution"]["total"])
+
+
+def tree_programs(nodes: dict) -> int:
+    """Tree nodes holding a program; below ``programs`` when a rethink replaced a node's failing program."""
+    return sum(1 for n in nodes.values() if n.get("code"))
 
 
 def latest_records(records: list[dict]) -> list[dict]:

@@ -34,7 +34,7 @@ def summarize(records: list[dict]) -> list[dict]:
         solved = sum(bool(r.get("private_passed")) for r in group)
         tokens = sum(r.get("prompt_tokens", 0) + r.get("completion_tokens", 0) for r in group)
         low, high = wilson_interval(solved, n)
-        counted = [r for r in group if "public_passing_programs" in r and r.get("programs")]
+        counted = [r for r in group if "public_passing_programs" in r and (r.get("tree_programs") or r.get("programs"))]
         rows.append({
             "graph": graph, "model": model, "problems": n, "solved": solved,
             "pass_at_1": solved / n, "ci_low": low, "ci_high": high,
@@ -43,9 +43,10 @@ def summarize(records: list[dict]) -> list[dict]:
             "mean_calls": sum(r.get("llm_calls", 0) for r in group) / n,
             "tokens_per_solved": tokens / solved if solved else None,
             "mean_wall_s": sum(r.get("wall_s", 0) for r in group) / n,
-            # share of generated programs passing every public test (None for records written before it)
+            # RethinkMCTS Table 3: the share of the tree's programs passing every public test, a rethought
+            # node counted with its new program (None for records written before it was recorded)
             "public_pass_share": (sum(r["public_passing_programs"] for r in counted) /
-                                  sum(r["programs"] for r in counted)) if counted else None,
+                                  sum(r.get("tree_programs") or r["programs"] for r in counted)) if counted else None,
             "errors": sum(1 for r in group if r.get("error")),
             "budget": group[0].get("budget"),
         })

@@ -24,6 +24,7 @@ from codeforest.bench import (
     result_settings,
     run_label,
     select_tasks,
+    tree_programs,
     write_samples,
 )
 from codeforest.cli import main
@@ -124,6 +125,7 @@ def test_records_errors_resume_and_retry(data_dir, tmp_path):
     records = {r["problem_id"]: r for r in read_results(tmp_path)}
     assert "endpoint fell over" in records["HumanEval/0"]["error"] and records["HumanEval/0"]["private_passed"] is False
     assert records["HumanEval/1"]["private_passed"] is True and records["HumanEval/1"]["llm_calls"] == 1
+    assert records["HumanEval/1"]["tree_programs"] == records["HumanEval/1"]["public_passing_programs"] == 1
     assert (tmp_path / "trees" / "direct" / "HumanEval_1.json").is_file()
 
     calls = len(model.calls)
@@ -255,7 +257,7 @@ def test_public_passing_programs_counts_nodes_passing_every_public_test():
              "b": {"code": "y", "execution": {"passed": 1, "total": 2}},
              "c": {"code": "z", "execution": {"passed": 0, "total": 0}},  # no public tests: not counted
              "d": {"text": "a thought without a program"}}
-    assert public_passing_programs(nodes) == 1
+    assert public_passing_programs(nodes) == 1 and tree_programs(nodes) == 3
 
 
 def test_report_table_interval_and_plot(tmp_path, capsys):
@@ -263,8 +265,8 @@ def test_report_table_interval_and_plot(tmp_path, capsys):
                 "private_pass_rate": 1.0 if i < k else 0.25, "prompt_tokens": 100, "completion_tokens": t,
                 "llm_calls": c, "wall_s": 1.0, "error": None, "budget": {"unit": "programs", "limit": c}}
                for g, k, t, c in (("direct", 4, 50, 1), ("tree", 5, 950, 20)) for i in range(5)]
-    for i, record in enumerate(records[5:]):  # tree: i of the 20 programs of problem i pass the public tests
-        record.update(programs=20, public_passing_programs=i)
+    for i, record in enumerate(records[5:]):  # tree: i of the 20 programs in problem i's tree pass the public
+        record.update(programs=25, tree_programs=20, public_passing_programs=i)  # tests; 5 were replaced (rethink)
     (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     rows = {r["graph"]: r for r in summarize(read_results(tmp_path))}
     low, high = wilson_interval(4, 5)
