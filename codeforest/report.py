@@ -107,7 +107,8 @@ def _table(header: list[str] | tuple[str, ...], rows: list[list[str]]) -> str:
 
 def markdown(records: list[dict]) -> str:
     """The summary table, then one row per problem (solved or not, calls, tokens per graph), then, for each
-    graph against the first one, the problems only one of them solved: small samples are compared pairwise."""
+    graph against the first one and each ablation against its graph's defaults, the problems only one of them
+    solved: small samples are compared pairwise."""
     latest = latest_records(records)
     rows = summarize(latest)
     graphs = list(dict.fromkeys(run_label(r) for r in latest))
@@ -124,19 +125,22 @@ def markdown(records: list[dict]) -> str:
     parts = ["## Summary", _table(SUMMARY_COLUMNS, [summary_cells(r) for r in rows]),
              "## Per problem (private tests)",
              _table(["problem", *graphs], [[p, *(cell(by_key.get((g, p))) for g in graphs)] for p in problems])]
+
+    def compare(graph: str, base: str) -> str:
+        common = [p for p in problems if (base, p) in by_key and (graph, p) in by_key]
+        solved = {g: {p for p in common if by_key[g, p].get("private_passed")} for g in (graph, base)}
+        won = [p for p in common if p in solved[graph] - solved[base]]
+        lost = [p for p in common if p in solved[base] - solved[graph]]
+        return (f"- {graph} vs {base} on the {len(common)} problems both ran: "
+                f"solves {len(won)} that {base} fails ({', '.join(won) or 'none'}), "
+                f"fails {len(lost)} that {base} solves ({', '.join(lost) or 'none'})")
+
     if len(graphs) > 1:
-        base = graphs[0]
-        lines = []
-        for graph in graphs[1:]:
-            common = [p for p in problems if (base, p) in by_key and (graph, p) in by_key]
-            won = [p for p in common if by_key[graph, p].get("private_passed") and
-                   not by_key[base, p].get("private_passed")]
-            lost = [p for p in common if by_key[base, p].get("private_passed") and
-                    not by_key[graph, p].get("private_passed")]
-            lines.append(f"- {graph} vs {base} on the {len(common)} problems both ran: "
-                         f"solves {len(won)} that {base} fails ({', '.join(won) or 'none'}), "
-                         f"fails {len(lost)} that {base} solves ({', '.join(lost) or 'none'})")
-        parts += [f"## Against {base}, problem by problem", "\n".join(lines)]
+        parts += [f"## Against {graphs[0]}, problem by problem", "\n".join(compare(g, graphs[0]) for g in graphs[1:])]
+    graph_of = {run_label(r): r["graph"] for r in latest}
+    ablations = [g for g in graphs if graph_of[g] != g and graph_of[g] in graphs and graph_of[g] != graphs[0]]
+    if ablations:  # a run with other settings against the same graph at its defaults
+        parts += ["## Against the same graph at its defaults", "\n".join(compare(g, graph_of[g]) for g in ablations)]
     return "\n\n".join(parts) + "\n"
 
 
