@@ -1,28 +1,41 @@
-"""What every agent shares: the model, prompts, token accounting, code extraction, progress events."""
+"""What every agent shares: the reply type, model calls with token accounting, code extraction.
+
+An agent is role logic only: it gets the model and its prompt from the graph node that calls it,
+asks, parses the answer (the papers' fallbacks when it cannot) and returns one ``Reply``.
+"""
 
 from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langgraph.config import get_stream_writer
 
-from codeforest.context import Context
 from codeforest.problems import Problem
-from codeforest.prompts import Prompt, load_prompt
-from codeforest.tools.models import get_chat_model
+
+T = TypeVar("T")
 
 
-def resolve_model(context: Context, override: BaseChatModel | None = None) -> BaseChatModel:
-    """The model an agent talks to: an injected one (library use, tests) or the context's."""
-    return override if override is not None else get_chat_model(context)
+@dataclass
+class Reply(Generic[T]):
+    """An agent's answer: what it means, the raw text, the cost, and whether it was read or is the fallback.
 
+    ``value`` is the program, the list of ideas, the score or verdict ...; when ``parsed`` is False it is
+    the paper's fallback and the cost counts one parse failure. ``analysis`` is a judgement's reasoning.
+    """
 
-def prompt_for(context: Context, name: str) -> Prompt:
-    """The role's prompt, from the context's prompts folder if it overrides it."""
-    return load_prompt(name, context.prompts_dir or None)
+    value: T
+    raw: str
+    cost: dict
+    parsed: bool = True
+    analysis: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.parsed:
+            self.cost = {**self.cost, "parse_failures": 1}
 
 
 def messages(system: str, user: str) -> list[BaseMessage]:
@@ -112,12 +125,3 @@ def assemble_program(problem: Problem, code: str) -> str:
     imports = [ln for ln in problem["prompt"].splitlines()
                if re.match(r"(import|from)\s+\w", ln) and ln.strip() not in code]
     return "\n".join(imports + [code]) if imports else code
-
-
-def emit(event: str, **data) -> None:
-    """Send a progress event on the custom stream (ignored when nobody listens)."""
-    try:
-        writer = get_stream_writer()
-    except RuntimeError:  # called outside a graph run
-        return
-    writer({"event": event, **data})

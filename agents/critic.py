@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from codeforest.agents.base import structured_call
+from codeforest.agents.base import Reply, structured_call
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
 
@@ -22,17 +21,6 @@ VERDICT_SCHEMA = {"title": "Verdict", "description": "Whether the solution gener
                   "required": ["analysis", "verdict"], "additionalProperties": False}
 SCORE_FALLBACK = 0
 VERDICT_FALLBACK = True  # the released code accepts a reply it cannot read
-
-
-@dataclass
-class Judgement:
-    """A Critic answer: ``value`` is the score or the verdict; ``parsed`` False means the fallback was used."""
-
-    value: int | bool
-    analysis: str
-    raw: str
-    cost: dict
-    parsed: bool
 
 
 def _last_line(text: str) -> str:
@@ -61,7 +49,7 @@ def parse_verdict(text: str) -> bool | None:
 
 
 def _judge(model, prompt: Prompt, task: str, problem: Problem, code: str, feedback: str, schema: dict,
-           key: str, parse, fallback, structured: bool) -> Judgement:
+           key: str, parse, fallback, structured: bool) -> Reply:
     system = prompt.render(f"{task}.system")
     if structured:
         system = f"{system}\n{prompt.render(f'{task}.structured')}"
@@ -69,24 +57,23 @@ def _judge(model, prompt: Prompt, task: str, problem: Problem, code: str, feedba
     parsed, raw, cost = structured_call(model, [SystemMessage(system), HumanMessage(user)], schema,
                                         enabled=structured)
     if parsed is not None and key in parsed:
-        return Judgement(parsed[key], str(parsed.get("analysis", "")), raw, cost, True)
+        return Reply(parsed[key], raw, cost, analysis=str(parsed.get("analysis", "")))
     value = parse(raw)
     analysis = "\n".join(raw.strip().splitlines()[:-1]).strip()
     if value is None:
-        cost["parse_failures"] = 1
-        return Judgement(fallback, analysis or raw.strip(), raw, cost, False)
-    return Judgement(value, analysis, raw, cost, True)
+        return Reply(fallback, raw, cost, parsed=False, analysis=analysis or raw.strip())
+    return Reply(value, raw, cost, analysis=analysis)
 
 
 def score_tests(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code: str, feedback: str,
-                structured: bool = False) -> Judgement:
+                structured: bool = False) -> Reply[int]:
     """How close the failing outputs are to the expected ones, 0-5 (unreadable: 0)."""
     return _judge(model, prompt, "score", problem, code, feedback, SCORE_SCHEMA, "score", parse_score,
                   SCORE_FALLBACK, structured)
 
 
 def verify(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code: str, feedback: str,
-           structured: bool = False) -> Judgement:
+           structured: bool = False) -> Reply[bool]:
     """Whether a program that passes the visible tests generalises (unreadable: accepted)."""
     return _judge(model, prompt, "verify", problem, code, feedback, VERDICT_SCHEMA, "verdict", parse_verdict,
                   VERDICT_FALLBACK, structured)
@@ -113,7 +100,7 @@ def parse_evaluation(text: str) -> float | None:
 
 
 def self_evaluate(model: BaseChatModel, prompt: Prompt, problem: Problem, *, thoughts: str, code: str,
-                  structured: bool = False) -> Judgement:
+                  structured: bool = False) -> Reply[float]:
     """RethinkMCTS's self-evaluation v_llm ∈ [-1, 1] of a program passing the public tests (unreadable: 0.0)."""
     user = prompt.render("self_eval", problem=problem["prompt"], thoughts=thoughts, code=code)
     if structured:
@@ -121,21 +108,20 @@ def self_evaluate(model: BaseChatModel, prompt: Prompt, problem: Problem, *, tho
     parsed, raw, cost = structured_call(model, [HumanMessage(user)], SELF_EVAL_SCHEMA, enabled=structured)
     if parsed is not None and isinstance(parsed.get("evaluation"), int | float):
         value = max(-1.0, min(1.0, float(parsed["evaluation"])))
-        return Judgement(value, str(parsed.get("explanation", "")), raw, cost, True)
+        return Reply(value, raw, cost, analysis=str(parsed.get("explanation", "")))
     value = parse_evaluation(raw)
     if value is None:
-        cost["parse_failures"] = 1
-        return Judgement(0.0, raw.strip(), raw, cost, False)
-    return Judgement(value, raw.strip(), raw, cost, True)
+        return Reply(0.0, raw, cost, parsed=False, analysis=raw.strip())
+    return Reply(value, raw, cost, analysis=raw.strip())
 
 
 def analyze_blocks(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code: str, test: str, output: str,
-                   trace: str, structured: bool = False) -> tuple[str, dict]:
+                   trace: str, structured: bool = False) -> Reply[str]:
     """The LDB-style judgement of each traced block, as text to append to the verbal feedback."""
     user = prompt.render("blocks", problem=problem["prompt"], code=code, test=test, output=output, trace=trace)
     if structured:
         user = f"{user}\n{prompt.render('blocks_structured')}"
     parsed, raw, cost = structured_call(model, [HumanMessage(user)], BLOCKS_SCHEMA, enabled=structured)
     if parsed is not None and isinstance(parsed.get("blocks"), list):
-        return "\n".join(json.dumps(b) for b in parsed["blocks"]), cost
-    return raw.strip(), cost
+        return Reply("\n".join(json.dumps(b) for b in parsed["blocks"]), raw, cost)
+    return Reply(raw.strip(), raw, cost)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from codeforest.agents.base import call_model
-from codeforest.agents.solver import SolverReply, program_reply
+from codeforest.agents.base import Reply, call_model
+from codeforest.agents.solver import program_reply
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
 
@@ -14,7 +14,7 @@ REVIEW_MARK = "[additional review]:"
 
 
 def repair(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code: str, feedback: str,
-           reflection: str) -> SolverReply:
+           reflection: str) -> Reply[str]:
     """The Reflexion-style multi-turn repair; the Critic's review is stripped from the feedback."""
     feedback = feedback.split(REVIEW_MARK)[0].rstrip()
     msgs = [
@@ -30,7 +30,7 @@ def repair(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code: str,
 
 
 def repair_from_reflection(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code: str,
-                           reflection: str) -> SolverReply:
+                           reflection: str) -> Reply[str]:
     """BESTER's repair: the original query, the program as the model's answer, then the reflection.
 
     The failing tests are not shown: they reach the repair only through the reflection (SPEC §2.2).

@@ -2,28 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
-from codeforest.agents.base import assemble_program, call_model, extract_code, messages
+from codeforest.agents.base import Reply, assemble_program, call_model, extract_code, messages
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
 
 
-@dataclass
-class SolverReply:
-    """A program and what it cost; ``parsed`` is False when no code block could be found."""
-
-    code: str
-    raw: str
-    cost: dict
-    parsed: bool
-
-
 def write_code(model: BaseChatModel, prompt: Prompt, problem: Problem, hint: str | None = None,
-               thoughts: str | None = None) -> SolverReply:
+               thoughts: str | None = None) -> Reply[str]:
     """Ask the model for a full program from the problem and a hint (CodeTree) or thoughts (the MCTS graphs).
 
     The user template may differ by problem kind (``user.function``); the system message is optional.
@@ -44,11 +32,10 @@ def write_code(model: BaseChatModel, prompt: Prompt, problem: Problem, hint: str
     return program_reply(problem, raw, cost)
 
 
-def program_reply(problem: Problem, raw: str, cost: dict) -> SolverReply:
+def program_reply(problem: Problem, raw: str, cost: dict) -> Reply[str]:
     """The runnable program in a code-writing reply; without a code block, the reply itself (counted)."""
     code = extract_code(raw, problem.get("entry_point"))
     parsed = code is not None
     if not parsed:
-        cost["parse_failures"] = 1
         code = raw  # the paper's fallback: run the reply as it is; it fails its tests visibly
-    return SolverReply(code=assemble_program(problem, code), raw=raw, cost=cost, parsed=parsed)
+    return Reply(assemble_program(problem, code), raw, cost, parsed)

@@ -10,28 +10,17 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from codeforest.agents.base import call_model, structured_call
+from codeforest.agents.base import Reply, call_model, structured_call
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
 
 DYNAMIC = {"strategy": "multiple", "reflection": "one or multiple (if there is)"}
 _NUMBERED = re.compile(r"^\s*(?:<(\d+)>|\(?(\d+)[.):])\s*(.+?)\s*$")
 MIN_ITEM_CHARS = 5  # the released code drops shorter lines
-
-
-@dataclass
-class Ideas:
-    """Parsed alternatives; ``parsed`` is False when the reply held none."""
-
-    items: list[str]
-    raw: str
-    cost: dict
-    parsed: bool
 
 
 def parse_numbered(text: str, limit: int) -> list[str]:
@@ -45,18 +34,16 @@ def parse_numbered(text: str, limit: int) -> list[str]:
 
 
 def _ask(model: BaseChatModel, prompt: Prompt, mode: str, system: str, user: str, width: int,
-         fixed: int | None) -> Ideas:
+         fixed: int | None) -> Reply[list[str]]:
     if fixed is None:
         system = f"{system}\n{prompt.render(f'{mode}.dynamic')}"
     raw, cost = call_model(model, [SystemMessage(system), HumanMessage(user)])
     items = parse_numbered(raw, width)
-    if not items:
-        cost["parse_failures"] = 1
-    return Ideas(items=items, raw=raw, cost=cost, parsed=bool(items))
+    return Reply(items, raw, cost, parsed=bool(items))
 
 
 def strategies(model: BaseChatModel, prompt: Prompt, problem: Problem, *, width: int = 10,
-               fixed: int | None = None) -> Ideas:
+               fixed: int | None = None) -> Reply[list[str]]:
     """Strategies for the problem: the model decides how many (capped at ``width``), or exactly ``fixed``."""
     k = str(fixed) if fixed is not None else DYNAMIC["strategy"]
     system = prompt.render(f"strategy.system.{problem['kind']}", k=k)
@@ -65,7 +52,7 @@ def strategies(model: BaseChatModel, prompt: Prompt, problem: Problem, *, width:
 
 
 def reflections(model: BaseChatModel, prompt: Prompt, problem: Problem, *, strategy: str, code: str,
-                feedback: str, width: int = 10, fixed: int | None = None) -> Ideas:
+                feedback: str, width: int = 10, fixed: int | None = None) -> Reply[list[str]]:
     """Reflections on a node's code and feedback, each a complete fix plan."""
     k = str(fixed) if fixed is not None else DYNAMIC["reflection"]
     system = prompt.render("reflection.system", k=k)
@@ -74,18 +61,8 @@ def reflections(model: BaseChatModel, prompt: Prompt, problem: Problem, *, strat
     return _ask(model, prompt, "reflection", system, user, width, fixed)
 
 
-@dataclass
-class Reflection:
-    """One free-text self-reflection; ``parsed`` is False when the reply was empty."""
-
-    text: str
-    raw: str
-    cost: dict
-    parsed: bool
-
-
 def self_reflection(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code: str,
-                    errors: str) -> Reflection:
+                    errors: str) -> Reply[str]:
     """BESTER's self-reflection: the issues of a failing program in plain words, no code (App. D).
 
     Sampling (temperature, seed) is the caller's: bind it to ``model``.
@@ -94,20 +71,8 @@ def self_reflection(model: BaseChatModel, prompt: Prompt, problem: Problem, *, c
     user = prompt.render("self_reflection.user", problem=problem["prompt"], code=code, errors=errors)
     raw, cost = call_model(model, [SystemMessage(system), HumanMessage(user)])
     text = raw.strip()
-    if not text:
-        cost["parse_failures"] = 1
-        text = "The solution is incorrect."  # an empty reflection: the repair still gets a sentence
-    return Reflection(text=text, raw=raw, cost=cost, parsed=bool(raw.strip()))
-
-
-@dataclass
-class Thoughts:
-    """RethinkMCTS expansion: (thought, prior) pairs; ``parsed`` False means the fallback was used."""
-
-    items: list[tuple[str, float]]
-    raw: str
-    cost: dict
-    parsed: bool
+    # an empty reflection: the repair still gets a sentence
+    return Reply(text or "The solution is incorrect.", raw, cost, parsed=bool(text))
 
 
 THOUGHTS_SCHEMA_ITEM = {"type": "object", "properties": {"thought": {"type": "string", "maxLength": 400},
@@ -147,8 +112,9 @@ def parse_thoughts(text: str, width: int) -> list[tuple[str, float]]:
 
 
 def thoughts(model: BaseChatModel, prompt: Prompt, problem: Problem, *, previous: str, width: int = 3,
-             code: str | None = None, feedback: str | None = None, structured: bool = False) -> Thoughts:
-    """``width`` next thoughts with priors, from the problem and the thoughts so far (and feedback, if any).
+             code: str | None = None, feedback: str | None = None,
+             structured: bool = False) -> Reply[list[tuple[str, float]]]:
+    """``width`` next (thought, prior) pairs, from the problem and the thoughts so far (and feedback, if any).
 
     Unreadable replies take the released code's fallback: ``width`` empty thoughts with prior 1.0.
     """
@@ -171,6 +137,5 @@ def thoughts(model: BaseChatModel, prompt: Prompt, problem: Problem, *, previous
     if not items:
         items = parse_thoughts(raw, width)
     if not items:
-        cost["parse_failures"] = 1
-        return Thoughts(items=[("\n", 1.0)] * width, raw=raw, cost=cost, parsed=False)
-    return Thoughts(items=items, raw=raw, cost=cost, parsed=True)
+        return Reply([("\n", 1.0)] * width, raw, cost, parsed=False)
+    return Reply(items, raw, cost)

@@ -23,9 +23,9 @@ from pathlib import Path
 from langchain_core.language_models import BaseChatModel
 
 from codeforest.api import solve
-from codeforest.context import Context
+from codeforest.context import Context, non_default_settings
 from codeforest.problems import Task
-from codeforest.registry import graph_budget
+from codeforest.registry import context_for, graph_budget
 from codeforest.scoring import score_private
 
 RESULTS = "results.jsonl"
@@ -39,8 +39,7 @@ OPERATIONAL_FIELDS = frozenset({"model", "base_url", "api_key_env", "request_tim
 
 def result_settings(context: Context) -> dict:
     """The context fields a run sets away from their defaults that can change its results (e.g. an ablation)."""
-    return {f.name: getattr(context, f.name) for f in dataclasses.fields(context)
-            if f.name not in OPERATIONAL_FIELDS and getattr(context, f.name) != f.default}
+    return non_default_settings(context, OPERATIONAL_FIELDS)
 
 
 def run_label(record: dict) -> str:
@@ -119,9 +118,10 @@ class Bench:
 
     def pending(self) -> list[tuple[str, Task]]:
         """(graph, task) pairs without a finished record for this model and these settings."""
-        settings = result_settings(self.context)
+        settings = {g: result_settings(context_for(g, self.context)) for g in self.graphs}
         done = {(r["graph"], r["problem_id"]) for r in latest_records(read_results(self.out))
-                if r.get("model") == self.model_name and (r.get("settings") or {}) == settings
+                if r.get("model") == self.model_name and r.get("graph") in settings
+                and (r.get("settings") or {}) == settings[r["graph"]]
                 and (r.get("error") is None or not self.retry_errors)}
         return [(g, t) for g in self.graphs for t in self.tasks if (g, t.id) not in done]
 
@@ -150,19 +150,20 @@ class Bench:
 
     def run_one(self, graph: str, task: Task) -> dict:
         """Solve one task with one graph, score it on the private tests, append the record."""
+        context = context_for(graph, self.context)
         record = {"problem_id": task.id, "graph": graph, "model": self.model_name, "dataset": self.dataset,
-                  "budget": graph_budget(graph, self.context), "settings": result_settings(self.context),
+                  "budget": graph_budget(graph, context), "settings": result_settings(context),
                   "final_code": "", "stop_reason": None,
                   "public_pass_rate": 0.0, "private_passed": False, "private_pass_rate": 0.0,
                   "private_tests": len(task.private_tests) if task.private_tests else 0, "error": None}
         started = time.monotonic()
         nodes = {}
         try:
-            output = solve(task.problem, graph, context=self.context, model=self.model,  # the public part only
+            output = solve(task.problem, graph, context=context, model=self.model,  # the public part only
                            checkpointer=self.checkpointer, thread_id=f"{run_label(record)}:{task.id}")
             nodes = output.get("nodes") or {}
             record.update(final_code=output["final_code"] or "", final_node=output["final_node"],
-                          stop_reason=output["stop_reason"], public_pass_rate=output["public_pass_rate"] or 0.0,
+                          stop_reason=output["stop_reason"], public_pass_rate=output["public_pass_rate"],
                           public_passing_programs=public_passing_programs(nodes), tree_programs=tree_programs(nodes),
                           **{k: output["cost"].get(k, 0) for k in COST_FIELDS})
             score = score_private(task, record["final_code"], backend=self.context.sandbox)

@@ -215,7 +215,9 @@ def _print_human(result: dict, show_nodes: bool) -> None:
     private = result["private_passed"]
     verdict = {True: "[green]PASSED[/green]", False: "[red]FAILED[/red]", None: "unknown (no private tests)"}
     out.print(f"[bold]{result['problem_id']}[/bold]  graph={result['graph']}  stop={result['stop_reason']}")
-    out.print(f"public tests: {result['public_pass_rate']:.0%}   private tests: {verdict[private]}")
+    rate = result["public_pass_rate"]
+    public = "none to run (unverified)" if rate is None else f"{rate:.0%}"
+    out.print(f"public tests: {public}   private tests: {verdict[private]}")
     out.print(f"cost: {cost['llm_calls']} LLM calls, {cost['prompt_tokens']}+{cost['completion_tokens']} tokens, "
               f"{cost['programs']} programs, {cost['sandbox_runs']} sandbox runs, {cost['wall_s']:.1f} s")
     out.rule("final code")

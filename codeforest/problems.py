@@ -12,7 +12,9 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypedDict
+from typing import Literal
+
+from typing_extensions import TypedDict
 
 from codeforest.tools.testing import TestSuite
 
@@ -22,6 +24,13 @@ STDIO_FILES = ["apps_stdio150"]
 ALIASES = {"humaneval": "humaneval164", "mbpp": "mbpp500", "apps_stdio": "apps_stdio150"}
 
 
+class StdioTest(TypedDict):
+    """One stdin/stdout test."""
+
+    input: str
+    output: str
+
+
 class Problem(TypedDict):
     """The part of a benchmark problem a graph may see."""
 
@@ -29,7 +38,30 @@ class Problem(TypedDict):
     prompt: str
     kind: Literal["function", "stdio"]
     entry_point: str | None
-    public_tests: list  # assert strings (function) or {"input", "output"} dicts (stdio)
+    public_tests: list[str] | list[StdioTest]  # assert strings (function) or input/output pairs (stdio)
+
+
+def validate_problem(problem: object) -> Problem:
+    """The problem if a graph can run it; otherwise a ValueError naming what is missing or wrong."""
+    if not isinstance(problem, dict):
+        raise ValueError(f"'problem' must be an object with id, prompt, kind, entry_point and public_tests, "
+                         f"not {type(problem).__name__}")
+    for key, kind in (("id", str), ("prompt", str), ("kind", str), ("public_tests", list)):
+        if key not in problem:
+            raise ValueError(f"problem.{key} is missing")
+        if not isinstance(problem[key], kind):
+            raise ValueError(f"problem.{key} must be a {kind.__name__}, not {type(problem[key]).__name__}")
+    if problem["kind"] not in ("function", "stdio"):
+        raise ValueError(f"problem.kind must be 'function' or 'stdio', not {problem['kind']!r}")
+    if problem["kind"] == "function":
+        entry = problem.get("entry_point")
+        if not isinstance(entry, str) or not entry.strip():
+            raise ValueError("problem.entry_point is missing: a function-style problem names the function to test")
+        if not all(isinstance(t, str) for t in problem["public_tests"]):
+            raise ValueError("problem.public_tests of a function-style problem must be assert strings")
+    elif not all(isinstance(t, dict) and {"input", "output"} <= set(t) for t in problem["public_tests"]):
+        raise ValueError("problem.public_tests of a stdio problem must be {\"input\", \"output\"} objects")
+    return problem  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """BESTER (Song et al., 2024): best-first search over self-reflection repairs.
 
-    START -> initial -> select --(passes every public test / rounds spent)--> finalize -> END
+    START -> start -> initial -> select --(passes every public test / rounds spent)--> finalize -> END
                           ^  \\--(otherwise)--> plan -> dispatch --Send--> reflect_one --> dispatch
                           |                               |  \\--Send--> repair_one  --> dispatch
                           \\-------------------------------/ (all k reflected and repaired)
@@ -11,44 +11,61 @@ the Debugger writes one greedy repair per reflection (tests not shown), each rep
 repair passing the most tests is chosen (ties: earliest). The search stops at the first program that
 passes every public test. Reflections and repairs are requested ``bester_concurrency`` at a time with
 ``Send``; each sample has its own seed, so the result does not depend on the concurrency. A problem
-without public tests counts as passed by the initial program (the paper does not cover that case).
+without public tests stops after the initial program (nothing to repair against; the paper does not
+cover the case), and is reported unverified.
 """
 
 from __future__ import annotations
 
+import math
 import random
+from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
+from pydantic import Field
 
 from codeforest.agents import debugger, solver, thinker
-from codeforest.agents.base import emit, prompt_for, resolve_model
 from codeforest.context import Context
-from codeforest.graphs.common import context_of, run_node_tests
-from codeforest.graphs.state import NodeRecord, SearchInput, SearchOutput, SearchState, finish
-from codeforest.problems import Problem
+from codeforest.graphs import kit
+from codeforest.graphs.state import Execution, NodeRecord, SearchState
 from codeforest.tools.testing import failures_text
 
 BUDGET_UNIT = "llm_calls"
-LOOPS = ("rounds", "literal")
 SELECTIONS = ("most_tests", "random")
-FINALS = ("best", "last_round")
 
 
-def repair_rounds(context: Context) -> int:
-    """Rounds of k reflections and k repairs: N ('rounds', the paper's 21 calls) or N - 1 ('literal')."""
-    if context.bester_loop not in LOOPS:
-        raise ValueError(f"bester_loop must be one of {', '.join(LOOPS)}, not {context.bester_loop!r}")
-    if context.bester_width < 1 or context.bester_depth < 0:
-        raise ValueError("bester_width must be at least 1 and bester_depth at least 0")
-    return context.bester_depth if context.bester_loop == "rounds" else max(0, context.bester_depth - 1)
+class BesterContext(Context):
+    """BESTER's settings (SPEC-codetree-bester-codeprm.md §2): the paper's defaults."""
+
+    bester_depth: int = Field(default=2, ge=0, description="BESTER depth N: rounds of repairs (2).")
+    bester_width: int = Field(default=5, ge=1, description=(
+        "BESTER k: self-reflections, each with one repair, per round (5)."))
+    bester_reflection_temperature: float = Field(default=0.8, ge=0, le=2, description=(
+        "Sampling temperature of the self-reflections (0.8); programs and repairs are greedy."))
+    bester_loop: Literal["rounds", "literal"] = Field(default="rounds", description=(
+        "'rounds': the initial program, then N rounds of k reflections -> k repairs -> select (1 + 2Nk = 21 "
+        "calls, the paper's count; the SPEC's reading). 'literal': Algorithm 1 as printed, N iterations of "
+        "generate -> select -> reflect, so N-1 repair rounds (its last reflections are never used and not "
+        "requested: 11 calls)."))
+    bester_selection: Literal["most_tests", "random"] = Field(default="most_tests", description=(
+        "Which repair a round keeps: 'most_tests' passed (the paper; ties: earliest) or 'random' (Table 5's "
+        "ablation; seeded by the problem id and round)."))
+    bester_final: Literal["best", "last_round"] = Field(default="best", description=(
+        "Program returned when none passes every public test: 'best' over the whole search (ties: earliest) "
+        "or 'last_round' (the paper's pseudocode: the last round's choice)."))
+    bester_concurrency: int = Field(default=1, ge=1, description=(
+        "Reflections / repairs requested at once (LangGraph Send); results do not depend on it. The "
+        "embedded server gets as many parallel slots."))
+
+    def slots_needed(self) -> int:
+        """Concurrent reflections and repairs need as many server slots."""
+        return max(self.server_slots, self.bester_concurrency)
 
 
-def budget(context: Context) -> int:
-    """BESTER's budget in its unit, model calls: 1 + 2 k per repair round (21 for N = 2, k = 5)."""
-    return 1 + 2 * context.bester_width * repair_rounds(context)
+CONTEXT = BesterContext
 
 
 class BesterState(SearchState, total=False):
@@ -57,14 +74,40 @@ class BesterState(SearchState, total=False):
     round: int  # repair rounds started
     selected: str | None  # the chosen program of the latest round (S*)
     best: str | None  # the best program over the whole search
+    stop: str | None  # set when the caller's recursion limit leaves no room for another round
 
 
-def _passes(node: NodeRecord) -> bool:
-    execution = node.get("execution", {})
-    return execution.get("total", 0) == 0 or execution.get("passed", 0) == execution.get("total", 0)
+FRESH = {"round": 0, "selected": None, "best": None, "stop": None}
 
 
-def _rank(node: NodeRecord) -> tuple:
+def repair_rounds(context: BesterContext) -> int:
+    """Rounds of k reflections and k repairs: N ('rounds', the paper's 21 calls) or N - 1 ('literal')."""
+    return context.bester_depth if context.bester_loop == "rounds" else max(0, context.bester_depth - 1)
+
+
+def budget(context: BesterContext) -> int:
+    """BESTER's budget in its unit, model calls: 1 + 2 k per repair round (21 for N = 2, k = 5)."""
+    return 1 + 2 * context.bester_width * repair_rounds(context)
+
+
+def round_steps(context: BesterContext) -> int:
+    """Steps of one repair round: plan, dispatch, then a step and a dispatch per batch of reflections and repairs."""
+    return 2 + 4 * math.ceil(context.bester_width / context.bester_concurrency)
+
+
+def recursion_limit(context: BesterContext) -> int:
+    """Steps of the longest run: start, initial, a select and a round per repair round, a last select, finalize."""
+    return kit.recursion_limit(4 + repair_rounds(context) * (1 + round_steps(context)))
+
+
+# --- decision rules (pure) --------------------------------------------------------------------------
+
+def passes(execution: Execution) -> bool:
+    """BESTER's stop rule: every public test passes (with none, there is nothing left to repair)."""
+    return execution.get("passed", 0) == execution.get("total", 0)
+
+
+def rank(node: NodeRecord) -> tuple:
     """Best-first key: most public tests passed, then the earliest."""
     return (-node.get("execution", {}).get("passed", 0), node["order"])
 
@@ -76,126 +119,138 @@ def choose(candidates: list[NodeRecord], rule: str, problem_id: str, round_: int
     ordered = sorted(candidates, key=lambda n: n["order"])
     if rule == "random":
         return random.Random(f"{problem_id}:{round_}").choice(ordered)
-    return min(ordered, key=_rank)
+    return min(ordered, key=rank)
 
 
-def _tested(problem: Problem, code: str, context: Context, node_id: str) -> dict:
-    """Run a program on the public tests; the node fields it sets (feedback: the failing tests only)."""
-    result, update = run_node_tests(problem, code, context, node_id)
-    return {**update, "feedback": failures_text(result), "value": result.pass_rate}
+def waiting(nodes: dict[str, NodeRecord], parent: str, batch: int) -> tuple[str, list[str]]:
+    """The next batch of work below ``parent``: reflections first, then repairs; ``("select", [])`` when done."""
+    children = sorted((n for n in nodes.values() if n.get("parent") == parent), key=lambda n: n["order"])
+    for field, target in (("text", "reflect_one"), ("code", "repair_one")):
+        todo = [c["id"] for c in children if field not in c]
+        if todo:
+            return target, todo[:batch]
+    return "select", []
 
 
-def build_graph(checkpointer=None, *, model: BaseChatModel | None = None, name: str = "bester"):
-    """Compile BESTER; ``model`` overrides the context's model (library use, tests)."""
+# --- nodes ----------------------------------------------------------------------------------------------
 
-    def initial(state: BesterState, runtime: Runtime[Context]) -> dict:
-        context = context_of(runtime)
-        repair_rounds(context)  # a bad loop option fails before any model call
-        reply = solver.write_code(resolve_model(context, model), prompt_for(context, "solver_bester"),
-                                  state["problem"])
-        node: NodeRecord = {"id": "n1", "parent": None, "depth": 1, "kind": "code", "text": "", "order": 0,
-                            "code": reply.code}
-        emit("node_created", node="n1", parent=None, depth=1, text="initial program")
-        node.update(_tested(state["problem"], reply.code, context, "n1"))
-        return {"nodes": {"n1": node}, "round": 0, "selected": None, "best": None,
-                "cost": {**reply.cost, "programs": 1, "sandbox_runs": 1}}
+def initial(state: BesterState, runtime: Runtime[BesterContext], model: BaseChatModel | None = None) -> dict:
+    """The greedy initial program, run on the public tests."""
+    context = kit.settings(runtime, CONTEXT)
+    reply = solver.write_code(kit.chat_model(context, model), kit.prompt(context, "solver_bester"), state["problem"])
+    node = kit.new_node(1, parent=None, kind="code", text="", announce=False)
+    kit.emit("node_created", node=node["id"], parent=None, depth=1, text="initial program")
+    result, tested = kit.run_program(state["problem"], reply.value, context, node["id"], feedback=failures_text)
+    return {"nodes": {node["id"]: {**node, **tested, "value": result.pass_rate}},
+            "cost": {**reply.cost, "programs": 1, "sandbox_runs": 1}}
 
-    def select(state: BesterState, runtime: Runtime[Context]) -> dict:
-        context = context_of(runtime)
-        nodes = state["nodes"]
-        parent = state.get("selected")
-        candidates = [n for n in nodes.values() if n.get("parent") == parent and n.get("code")]
-        chosen = choose(candidates, context.bester_selection, state["problem"]["id"], state["round"])
-        best = nodes.get(state.get("best") or "")
-        if best is None or _rank(chosen) < _rank(best):
-            best = chosen
-        emit("selected", node=chosen["id"], round=state["round"], passed=chosen["execution"]["passed"],
+
+def select(state: BesterState, runtime: Runtime[BesterContext]) -> dict:
+    """Keep the round's best repair (or the initial program) and decide whether another round follows."""
+    context = kit.settings(runtime, CONTEXT)
+    nodes = state["nodes"]
+    candidates = [n for n in nodes.values() if n.get("parent") == state["selected"] and "execution" in n]
+    chosen = choose(candidates, context.bester_selection, state["problem"]["id"], state["round"])
+    best = nodes.get(state["best"] or "")
+    if best is None or rank(chosen) < rank(best):
+        best = chosen
+    kit.emit("selected", node=chosen["id"], round=state["round"], passed=chosen["execution"]["passed"],
              total=chosen["execution"]["total"], best=best["id"])
-        update = {"selected": chosen["id"], "best": best["id"]}
-        if not _passes(chosen) and state["round"] < repair_rounds(context):
-            update["nodes"] = {chosen["id"]: {"status": "refined"}}  # its reflections come next
-        return update
-
-    def after_select(state: BesterState, runtime: Runtime[Context]) -> str:
-        return "plan" if state["nodes"][state["selected"]]["status"] == "refined" else "finalize"
-
-    def plan(state: BesterState, runtime: Runtime[Context]) -> dict:
-        """k children of the chosen program, each waiting for its reflection and repair."""
-        context = context_of(runtime)
-        parent = state["nodes"][state["selected"]]
-        start = len(state["nodes"])
-        children = {}
-        for j in range(context.bester_width):
-            child_id = f"n{start + j + 1}"
-            children[child_id] = {"id": child_id, "parent": parent["id"], "depth": parent["depth"] + 1,
-                                  "kind": "reflection", "status": "open", "order": start + j,
-                                  "seed": state["round"] * context.bester_width + j + 1}
-        return {"nodes": children, "round": state["round"] + 1}
-
-    def dispatch(state: BesterState) -> dict:
-        return {}
-
-    def next_work(state: BesterState, runtime: Runtime[Context]):
-        """Send the next batch: reflections first, then repairs; when all are done, select."""
-        context = context_of(runtime)
-        batch = max(1, context.bester_concurrency)
-        children = sorted((n for n in state["nodes"].values() if n.get("parent") == state["selected"]),
-                          key=lambda n: n["order"])
-        for field, target in (("text", "reflect_one"), ("code", "repair_one")):
-            waiting = [c["id"] for c in children if field not in c]
-            if waiting:
-                return [Send(target, {"problem": state["problem"], "nodes": state["nodes"], "current": child})
-                        for child in waiting[:batch]]
-        return "select"
-
-    def reflect_one(payload: dict, runtime: Runtime[Context]) -> dict:
-        context = context_of(runtime)
-        node = payload["nodes"][payload["current"]]
-        parent = payload["nodes"][node["parent"]]
-        llm = resolve_model(context, model).bind(temperature=context.bester_reflection_temperature,
-                                                 seed=node["seed"])
-        reflection = thinker.self_reflection(llm, prompt_for(context, "thinker_bester"), payload["problem"],
-                                             code=parent["code"], errors=parent.get("feedback", ""))
-        emit("node_created", node=node["id"], parent=parent["id"], depth=node["depth"], text=reflection.text)
-        return {"nodes": {node["id"]: {"text": reflection.text}}, "cost": reflection.cost}
-
-    def repair_one(payload: dict, runtime: Runtime[Context]) -> dict:
-        context = context_of(runtime)
-        node = payload["nodes"][payload["current"]]
-        parent = payload["nodes"][node["parent"]]
-        reply = debugger.repair_from_reflection(resolve_model(context, model), prompt_for(context, "debugger_bester"),
-                                                payload["problem"], code=parent["code"], reflection=node["text"])
-        emit("generated", node=node["id"], depth=node["depth"])
-        update = {"code": reply.code, **_tested(payload["problem"], reply.code, context, node["id"])}
-        return {"nodes": {node["id"]: update}, "cost": {**reply.cost, "programs": 1, "sandbox_runs": 1}}
-
-    def finalize(state: BesterState, runtime: Runtime[Context]) -> dict:
-        context = context_of(runtime)
-        if context.bester_final not in FINALS:
-            raise ValueError(f"bester_final must be one of {', '.join(FINALS)}, not {context.bester_final!r}")
-        nodes = state["nodes"]
-        selected = state["selected"]
-        if _passes(nodes[selected]):
-            chosen, reason = selected, "solved"
+    update: dict = {"selected": chosen["id"], "best": best["id"]}
+    if not passes(chosen["execution"]) and state["round"] < repair_rounds(context):
+        if kit.steps_left(state) < round_steps(context) + 2:  # the round, a select and finalize
+            update["stop"] = kit.STEP_LIMIT
         else:
-            chosen = state["best"] if context.bester_final == "best" else selected
-            reason = "depth_exhausted"
-        emit("finished", node=chosen, stop_reason=reason)
-        return finish(nodes, chosen, reason)
+            update["nodes"] = {chosen["id"]: {"status": "refined"}}  # its reflections come next
+    return update
 
-    builder = StateGraph(BesterState, context_schema=Context, input_schema=SearchInput, output_schema=SearchOutput)
-    for node_name, fn in (("initial", initial), ("select", select), ("plan", plan), ("dispatch", dispatch),
-                          ("reflect_one", reflect_one), ("repair_one", repair_one), ("finalize", finalize)):
-        builder.add_node(node_name, fn)
-    builder.add_edge(START, "initial")
+
+def plan(state: BesterState, runtime: Runtime[BesterContext]) -> dict:
+    """k children of the chosen program, each waiting for its reflection and repair."""
+    context = kit.settings(runtime, CONTEXT)
+    parent = state["nodes"][state["selected"]]
+    base = kit.next_order(state["nodes"])
+    children = {}
+    for j in range(context.bester_width):
+        child = kit.new_node(base + j, parent=parent, kind="reflection", announce=False,
+                             seed=state["round"] * context.bester_width + j + 1)
+        children[child["id"]] = child
+    return {"nodes": children, "round": state["round"] + 1}
+
+
+def dispatch(state: BesterState) -> dict:
+    """A join point: the next batch is sent from here."""
+    return {}
+
+
+def reflect_one(payload: dict, runtime: Runtime[BesterContext], model: BaseChatModel | None = None) -> dict:
+    """One sampled self-reflection on the chosen program (its own seed), shown its failing tests."""
+    context = kit.settings(runtime, CONTEXT)
+    node = payload["nodes"][payload["current"]]
+    parent = payload["nodes"][node["parent"]]
+    llm = kit.chat_model(context, model).bind(temperature=context.bester_reflection_temperature, seed=node["seed"])
+    reflection = thinker.self_reflection(llm, kit.prompt(context, "thinker_bester"), payload["problem"],
+                                         code=parent["code"], errors=parent.get("feedback", ""))
+    kit.emit("node_created", node=node["id"], parent=parent["id"], depth=node["depth"], text=reflection.value)
+    return {"nodes": {node["id"]: {"text": reflection.value}}, "cost": reflection.cost}
+
+
+def repair_one(payload: dict, runtime: Runtime[BesterContext], model: BaseChatModel | None = None) -> dict:
+    """One greedy repair from a reflection (the tests are not shown), run on the public tests."""
+    context = kit.settings(runtime, CONTEXT)
+    node = payload["nodes"][payload["current"]]
+    parent = payload["nodes"][node["parent"]]
+    reply = debugger.repair_from_reflection(kit.chat_model(context, model), kit.prompt(context, "debugger_bester"),
+                                            payload["problem"], code=parent["code"], reflection=node["text"])
+    kit.emit("generated", node=node["id"], depth=node["depth"])
+    result, tested = kit.run_program(payload["problem"], reply.value, context, node["id"], feedback=failures_text)
+    return {"nodes": {node["id"]: {**tested, "value": result.pass_rate}},
+            "cost": {**reply.cost, "programs": 1, "sandbox_runs": 1}}
+
+
+def finalize(state: BesterState, runtime: Runtime[BesterContext]) -> dict:
+    """Return the passing program, else the best of the search or the last round's (``bester_final``)."""
+    context = kit.settings(runtime, CONTEXT)
+    selected = state["selected"]
+    if passes(state["nodes"][selected]["execution"]):
+        return kit.finish_node(state, selected, "solved")
+    chosen = state["best"] if context.bester_final == "best" else selected
+    return kit.finish_node(state, chosen, state["stop"] or "depth_exhausted")
+
+
+# --- wiring ---------------------------------------------------------------------------------------------
+
+def next_work(state: BesterState, runtime: Runtime[BesterContext]):
+    """Send the next batch of reflections or repairs; when the round is done, select."""
+    target, batch = waiting(state["nodes"], state["selected"], kit.settings(runtime, CONTEXT).bester_concurrency)
+    if not batch:
+        return target
+    return [Send(target, {"problem": state["problem"], "nodes": state["nodes"], "current": child})
+            for child in batch]
+
+
+def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
+    """The uncompiled BESTER graph; ``model`` replaces the context's model."""
+    builder = kit.builder(BesterState, CONTEXT)
+    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT), "initial": initial,
+                            "select": select, "plan": plan, "dispatch": dispatch, "reflect_one": reflect_one,
+                            "repair_one": repair_one, "finalize": finalize}, model)
+    builder.add_edge(START, "start")
+    builder.add_edge("start", "initial")
     builder.add_edge("initial", "select")
-    builder.add_conditional_edges("select", after_select, ["plan", "finalize"])
+    builder.add_conditional_edges("select", lambda s: "plan" if s["nodes"][s["selected"]]["status"] == "refined"
+                                  else "finalize", ["plan", "finalize"])
     builder.add_edge("plan", "dispatch")
     builder.add_conditional_edges("dispatch", next_work, ["reflect_one", "repair_one", "select"])
     builder.add_edge("reflect_one", "dispatch")
     builder.add_edge("repair_one", "dispatch")
     builder.add_edge("finalize", END)
-    return builder.compile(checkpointer=checkpointer, name=name).with_config(recursion_limit=10_000)
+    return builder
+
+
+def build_graph(checkpointer=None, *, model: BaseChatModel | None = None, name: str = "bester"):
+    """Compile BESTER; ``model`` overrides the context's model (library use, tests)."""
+    return graph_builder(model).compile(checkpointer=checkpointer, name=name)
 
 
 graph = build_graph()

@@ -1,13 +1,14 @@
 """CodeTree (Li et al., 2024): Thinker strategies -> Solver -> run -> Critic -> refine | abort | accept.
 
-    START -> think -> pick --(a node to try)--> generate -> execute -> critique --accept--> finalize
-                       ^  \\--(budget spent / tree exhausted)--> finalize     |--refine--> reflect -> pick
-                       \\-------------------------------------------------- abort
+    START -> start -> think -> pick --(a node to try)--> generate -> execute -> critique --accept--> finalize
+                                ^  \\--(budget spent / tree exhausted)--> finalize     |--refine--> reflect -> pick
+                                \\-------------------------------------------------- abort
 
 Every tree node is a program with its strategy (depth 1) or reflection (deeper). The search follows
 the released ``agent_guide`` (SPEC §1.4): depth-first over strategies and reflections, at most
 ``codetree_max_programs`` Solver/Debugger programs, depth ``codetree_max_depth``. Node value =
-visible pass fraction + 5/15 when all pass + Critic score/15 (failing nodes only).
+visible pass fraction + 5/15 when all pass + Critic score/15 (failing nodes only). A problem without
+visible tests counts as passing them, as in the released code, so the Critic's verdict alone decides.
 """
 
 from __future__ import annotations
@@ -17,22 +18,41 @@ from typing import Literal
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
+from pydantic import Field
 
 from codeforest.agents import critic, debugger, solver, thinker
-from codeforest.agents.base import emit, prompt_for, resolve_model
 from codeforest.agents.debugger import REVIEW_MARK
 from codeforest.context import Context
-from codeforest.graphs.common import context_of, execute_node
-from codeforest.graphs.state import NodeRecord, SearchInput, SearchOutput, SearchState, finish
+from codeforest.graphs import kit
+from codeforest.graphs.state import Execution, NodeRecord, SearchState
 
 BUDGET_UNIT = "programs"
 PASS_BONUS = 5 / 15
 PASS_THRESHOLD = 0.99  # the released code's "r > 0.99"
+STEPS_PER_PROGRAM = 5  # pick, generate, execute, critique, reflect
 
 
-def budget(context: Context) -> int:
-    """CodeTree's budget in its unit: generated programs."""
-    return context.codetree_max_programs
+class CodeTreeContext(Context):
+    """CodeTree's settings (SPEC-codetree-bester-codeprm.md §1): the paper's and released code's defaults."""
+
+    codetree_max_programs: int = Field(default=20, ge=1, description=(
+        "CodeTree budget: Solver + Debugger programs per problem (paper: 20)."))
+    codetree_max_depth: int = Field(default=3, ge=1, description="CodeTree maximum tree depth (3).")
+    codetree_width: int = Field(default=10, ge=1, description=(
+        "CodeTree cap on strategies / reflections per node (10); the exact count in the BFS/DFS variants "
+        "(codetree_critic=false; the paper's Table 3 uses 3)."))
+    codetree_order: Literal["dfs", "bfs"] = Field(default="dfs", description=(
+        "'dfs': last-in first-out, as the released agent_guide; 'bfs': level by level, children of "
+        "higher-valued nodes first (Table 3's CodeTree-BFS)."))
+    codetree_critic: bool = Field(default=True, description=(
+        "False: Table 3's variants without the Critic (fixed width, stop at the first program passing the "
+        "visible tests, no value-based abort)."))
+    codetree_final: Literal["best", "last_failing"] = Field(default="best", description=(
+        "Program returned when nothing is accepted: 'best' (highest value, as the paper says) or "
+        "'last_failing' (what the released code returns)."))
+
+
+CONTEXT = CodeTreeContext
 
 
 class CodeTreeState(SearchState, total=False):
@@ -40,202 +60,245 @@ class CodeTreeState(SearchState, total=False):
 
     frontier: list[str]
     current: str | None
-    decision: Literal["accept", "refine", "abort"]
+    decision: Literal["accept", "refine", "abort"] | None
     accepted: str | None
     last_failing: str | None
-    stop: str
+    stop: str | None
 
 
-def _new_node(order: int, *, parent: NodeRecord | None, text: str, strategy: str) -> NodeRecord:
-    return {"id": f"n{order + 1}", "parent": parent["id"] if parent else None,
-            "depth": parent["depth"] + 1 if parent else 1, "kind": "code", "text": text, "strategy": strategy,
-            "status": "open", "order": order, "value": 0.0}
+FRESH = {"frontier": [], "current": None, "decision": None, "accepted": None, "last_failing": None, "stop": None}
 
 
-def _visible_pass(node: NodeRecord) -> bool:
-    return node.get("execution", {}).get("pass_rate", 0.0) > PASS_THRESHOLD
+def budget(context: CodeTreeContext) -> int:
+    """CodeTree's budget in its unit: generated programs."""
+    return context.codetree_max_programs
+
+
+def recursion_limit(context: CodeTreeContext) -> int:
+    """Steps of the longest run: start, think, five per program, a last pick and finalize."""
+    return kit.recursion_limit(2 + STEPS_PER_PROGRAM * context.codetree_max_programs + 2)
+
+
+# --- decision rules (pure) --------------------------------------------------------------------------
+
+def visible_ratio(execution: Execution) -> float:
+    """The visible pass fraction; 1.0 without visible tests (the released code's ``execute``)."""
+    return execution["pass_rate"] if execution.get("total") else 1.0
+
+
+def passes_visible(node: NodeRecord) -> bool:
+    """The released code's visible pass: ``r > 0.99``."""
+    return "execution" in node and visible_ratio(node["execution"]) > PASS_THRESHOLD
+
+
+def judge_without_critic(ratio: float, depth: int, max_depth: int) -> tuple[str, str]:
+    """Table 3's variants: accept the first visible pass, else refine until the depth limit."""
+    if ratio > PASS_THRESHOLD:
+        return "accept", "passes the visible tests"
+    return ("refine", "fails visible tests") if depth < max_depth else ("abort", "depth limit")
+
+
+def judge_visible_pass(verdict: bool, depth: int, max_depth: int, parent_passes: bool) -> tuple[str, str]:
+    """A visible pass: the Critic's verdict, the released code's forced accept at max depth, else refine."""
+    if verdict:
+        return "accept", "Critic accepted"
+    if parent_passes and depth == max_depth:
+        return "accept", "forced accept at max depth"
+    return ("abort", "depth limit") if depth >= max_depth else ("refine", "Critic rejected a visible pass")
+
+
+def judge_failure(value: float, parent_value: float, depth: int, score: int) -> tuple[str, str]:
+    """A scored failing node: abort below its parent's value (ties abort when deeper than the score)."""
+    if value < parent_value or (value == parent_value and depth > score):
+        return "abort", "value below its parent's"
+    return "refine", "refine"
 
 
 def choose_final(nodes: dict[str, NodeRecord], rule: str, last_failing: str | None) -> str | None:
     """The node whose program is returned when nothing was accepted."""
-    tried = [n for n in nodes.values() if n.get("code")]
+    tried = sorted((n for n in nodes.values() if n.get("code")), key=lambda n: n["order"])
     if not tried:
         return None
     if rule == "last_failing":
-        return last_failing or min(tried, key=lambda n: n["order"])["id"]
-    return max(tried, key=lambda n: (n.get("value", 0.0), _visible_pass(n), -n["order"]))["id"]
+        return last_failing or tried[0]["id"]
+    return kit.best(tried, key=lambda n: (n.get("value", 0.0), passes_visible(n)))["id"]
+
+
+def next_in_frontier(frontier: list[str], nodes: dict[str, NodeRecord], order: str) -> list[str]:
+    """The frontier in the order it is taken from: a stack (dfs) or level by level, better parents first."""
+    if order == "dfs":
+        return list(reversed(frontier))
+    return sorted(frontier, key=lambda i: (nodes[i]["depth"], -nodes.get(nodes[i]["parent"] or "", {}).get("value", 0),
+                                           nodes[i]["order"]))
+
+
+def spent(state: CodeTreeState, context: CodeTreeContext) -> bool:
+    """True once the program budget is used up."""
+    return state.get("cost", {}).get("programs", 0) >= context.codetree_max_programs
+
+
+# --- nodes ----------------------------------------------------------------------------------------------
+
+def think(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: BaseChatModel | None = None) -> dict:
+    """The Thinker's strategies become the depth-1 nodes."""
+    context = kit.settings(runtime, CONTEXT)
+    fixed = None if context.codetree_critic else context.codetree_width
+    ideas = thinker.strategies(kit.chat_model(context, model), kit.prompt(context, "thinker"), state["problem"],
+                               width=context.codetree_width, fixed=fixed)
+    nodes: dict[str, NodeRecord] = {}
+    for i, strategy in enumerate(ideas.value or [""]):  # nothing readable: one node solved without a hint
+        node = kit.new_node(i + 1, parent=None, kind="code", text=strategy, strategy=strategy, value=0.0)
+        nodes[node["id"]] = node
+    return {"nodes": nodes, "frontier": _pushed([], list(nodes), context), "cost": ideas.cost}
+
+
+def pick(state: CodeTreeState, runtime: Runtime[CodeTreeContext]) -> dict:
+    """Take the next node within the depth limit, or stop (budget spent, tree exhausted, no steps left)."""
+    context = kit.settings(runtime, CONTEXT)
+    if spent(state, context):
+        return {"current": None, "stop": "budget_exhausted"}
+    if kit.steps_left(state) < 4:  # generate, execute, critique, finalize
+        return {"current": None, "stop": kit.STEP_LIMIT}
+    nodes = state["nodes"]
+    queue = next_in_frontier(state["frontier"], nodes, context.codetree_order)
+    skipped = {}
+    while queue:
+        node_id = queue.pop(0)
+        if nodes[node_id]["depth"] <= context.codetree_max_depth:
+            return {"current": node_id, "frontier": next_in_frontier(queue, nodes, context.codetree_order),
+                    "nodes": skipped}
+        skipped[node_id] = {"status": "aborted"}
+    return {"current": None, "frontier": [], "nodes": skipped, "stop": "tree_exhausted"}
+
+
+def generate(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: BaseChatModel | None = None) -> dict:
+    """The Solver writes a strategy's program; the Debugger repairs the parent's from a reflection."""
+    context = kit.settings(runtime, CONTEXT)
+    node = state["nodes"][state["current"]]
+    parent = state["nodes"].get(node["parent"] or "")
+    llm = kit.chat_model(context, model)
+    if parent is None:
+        reply = solver.write_code(llm, kit.prompt(context, "solver"), state["problem"], hint=node["text"] or None)
+    else:
+        reply = debugger.repair(llm, kit.prompt(context, "debugger"), state["problem"], code=parent["code"],
+                                feedback=parent.get("feedback", ""), reflection=node["text"])
+    kit.emit("generated", node=node["id"], depth=node["depth"])
+    return {"nodes": {node["id"]: {"code": reply.value}}, "cost": {**reply.cost, "programs": 1}}
+
+
+def execute(state: CodeTreeState, runtime: Runtime[CodeTreeContext]) -> dict:
+    """Run the current node's program on the visible tests."""
+    node = state["nodes"][state["current"]]
+    result, tested = kit.run_program(state["problem"], node["code"], kit.settings(runtime, CONTEXT), node["id"])
+    return {"nodes": {node["id"]: {**tested, "value": result.pass_rate}}, "cost": {"sandbox_runs": 1}}
+
+
+def critique(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: BaseChatModel | None = None) -> dict:
+    """The Critic's verdict on a visible pass or score of a failure; then accept, refine or abort."""
+    context = kit.settings(runtime, CONTEXT)
+    node = state["nodes"][state["current"]]
+    parent = state["nodes"].get(node["parent"] or "")
+    ratio, depth, max_depth = visible_ratio(node["execution"]), node["depth"], context.codetree_max_depth
+    value, feedback, cost, record = ratio, node["feedback"], {}, {}
+    last_failing = state.get("last_failing")
+    if not context.codetree_critic:
+        decision, reason = judge_without_critic(ratio, depth, max_depth)
+    elif ratio > PASS_THRESHOLD:
+        verdict = critic.verify(kit.chat_model(context, model), kit.prompt(context, "critic"), state["problem"],
+                                code=node["code"], feedback=feedback, structured=context.structured_output)
+        cost, record["critic_verdict"], value = verdict.cost, bool(verdict.value), value + PASS_BONUS
+        kit.emit("verdict", node=node["id"], accepted=bool(verdict.value), analysis=verdict.analysis[:300])
+        if not verdict.value:
+            feedback = f"{feedback}\n\n{REVIEW_MARK}\n\n{verdict.analysis}"
+        decision, reason = judge_visible_pass(bool(verdict.value), depth, max_depth,
+                                              parent is not None and passes_visible(parent))
+    else:
+        last_failing = node["id"]
+        if depth >= max_depth:
+            decision, reason = "abort", "depth limit"
+        else:
+            score = critic.score_tests(kit.chat_model(context, model), kit.prompt(context, "critic"),
+                                       state["problem"], code=node["code"], feedback=feedback,
+                                       structured=context.structured_output)
+            kit.emit("verdict", node=node["id"], score=score.value, analysis=score.analysis[:300])
+            cost, record["critic_score"], value = score.cost, int(score.value), value + int(score.value) / 15
+            decision, reason = judge_failure(value, parent.get("value", 0.0) if parent else 0.0, depth,
+                                             int(score.value))
+    status = {"accept": "accepted", "refine": "refined", "abort": "aborted"}[decision]
+    kit.emit("decision", node=node["id"], decision=decision, reason=reason, value=round(value, 4))
+    update = {"nodes": {node["id"]: {**record, "value": value, "feedback": feedback, "status": status,
+                                     "decision_reason": reason}},
+              "decision": decision, "cost": cost, "last_failing": last_failing}
+    if decision == "accept":
+        update["accepted"] = node["id"]
+    elif kit.steps_left(state) < STEPS_PER_PROGRAM + 1:  # no room for another program and finalize
+        update["stop"] = kit.STEP_LIMIT
+    return update
+
+
+def reflect(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: BaseChatModel | None = None) -> dict:
+    """The Thinker's reflections on the current node become its children."""
+    context = kit.settings(runtime, CONTEXT)
+    node = state["nodes"][state["current"]]
+    fixed = None if context.codetree_critic else context.codetree_width
+    ideas = thinker.reflections(kit.chat_model(context, model), kit.prompt(context, "thinker"), state["problem"],
+                                strategy=node["strategy"], code=node["code"], feedback=node["feedback"],
+                                width=context.codetree_width, fixed=fixed)
+    base = kit.next_order(state["nodes"])
+    children: dict[str, NodeRecord] = {}
+    for i, reflection in enumerate(ideas.value):
+        child = kit.new_node(base + i, parent=node, kind="code", text=reflection, strategy=node["strategy"],
+                             value=0.0)
+        children[child["id"]] = child
+    return {"nodes": children, "frontier": _pushed(state["frontier"], list(children), context), "cost": ideas.cost}
+
+
+def finalize(state: CodeTreeState, runtime: Runtime[CodeTreeContext]) -> dict:
+    """Return the accepted program, else the final choice (``codetree_final``)."""
+    context = kit.settings(runtime, CONTEXT)
+    if state.get("accepted"):
+        return kit.finish_node(state, state["accepted"], "accepted")
+    chosen = choose_final(state["nodes"], context.codetree_final, state.get("last_failing"))
+    reason = "budget_exhausted" if spent(state, context) else state.get("stop") or "tree_exhausted"
+    return kit.finish_node(state, chosen, reason)
+
+
+def _pushed(frontier: list[str], ids: list[str], context: CodeTreeContext) -> list[str]:
+    """The frontier with new nodes added so that the first of them is taken first."""
+    return frontier + (list(reversed(ids)) if context.codetree_order == "dfs" else ids)
+
+
+# --- wiring ---------------------------------------------------------------------------------------------
+
+def after_critique(state: CodeTreeState, runtime: Runtime[CodeTreeContext]) -> str:
+    """Finalize on accept, a spent budget or no steps left (no reflection no program can use); else go on."""
+    if state["decision"] == "accept" or spent(state, kit.settings(runtime, CONTEXT)) or state.get("stop"):
+        return "finalize"
+    return {"refine": "reflect", "abort": "pick"}[state["decision"]]
+
+
+def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
+    """The uncompiled CodeTree graph; ``model`` replaces the context's model."""
+    builder = kit.builder(CodeTreeState, CONTEXT)
+    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT), "think": think, "pick": pick,
+                            "generate": generate, "execute": execute, "critique": critique, "reflect": reflect,
+                            "finalize": finalize}, model)
+    builder.add_edge(START, "start")
+    builder.add_edge("start", "think")
+    builder.add_edge("think", "pick")
+    builder.add_conditional_edges("pick", lambda s: "generate" if s["current"] else "finalize",
+                                  ["generate", "finalize"])
+    builder.add_edge("generate", "execute")
+    builder.add_edge("execute", "critique")
+    builder.add_conditional_edges("critique", after_critique, ["finalize", "reflect", "pick"])
+    builder.add_edge("reflect", "pick")
+    builder.add_edge("finalize", END)
+    return builder
 
 
 def build_graph(checkpointer=None, *, model: BaseChatModel | None = None, name: str = "codetree"):
     """Compile CodeTree; ``model`` overrides the context's model (library use, tests)."""
-
-    def think(state: CodeTreeState, runtime: Runtime[Context]) -> dict:
-        context = context_of(runtime)
-        fixed = None if context.codetree_critic else context.codetree_width
-        ideas = thinker.strategies(resolve_model(context, model), prompt_for(context, "thinker"), state["problem"],
-                                   width=context.codetree_width, fixed=fixed)
-        strategies = ideas.items or [""]  # nothing readable: one node solved without a hint
-        nodes = {}
-        for i, strategy in enumerate(strategies):
-            node = _new_node(i, parent=None, text=strategy, strategy=strategy)
-            nodes[node["id"]] = node
-            emit("node_created", node=node["id"], parent=None, depth=1, text=strategy)
-        frontier = list(nodes)
-        if context.codetree_order == "dfs":
-            frontier.reverse()  # a stack: the first strategy is tried first
-        return {"nodes": nodes, "frontier": frontier, "cost": ideas.cost, "current": None}
-
-    def pick(state: CodeTreeState, runtime: Runtime[Context]) -> dict:
-        context = context_of(runtime)
-        nodes = state["nodes"]
-        frontier = list(state.get("frontier", []))
-        if _spent(state, context):
-            return {"current": None, "stop": "budget_exhausted"}
-        if context.codetree_order == "bfs":  # level by level, children of better parents first
-            frontier.sort(key=lambda i: (nodes[i]["depth"], -nodes.get(nodes[i]["parent"] or "", {}).get("value", 0),
-                                         nodes[i]["order"]))
-        skipped = {}
-        while frontier:
-            node_id = frontier.pop() if context.codetree_order == "dfs" else frontier.pop(0)
-            if nodes[node_id]["depth"] > context.codetree_max_depth:
-                skipped[node_id] = {"status": "aborted"}
-                continue
-            return {"current": node_id, "frontier": frontier, "nodes": skipped}
-        return {"current": None, "frontier": [], "nodes": skipped, "stop": "tree_exhausted"}
-
-    def generate(state: CodeTreeState, runtime: Runtime[Context]) -> dict:
-        context = context_of(runtime)
-        node = state["nodes"][state["current"]]
-        parent = state["nodes"].get(node["parent"] or "")
-        llm = resolve_model(context, model)
-        if parent is None:
-            reply = solver.write_code(llm, prompt_for(context, "solver"), state["problem"], hint=node["text"] or None)
-        else:
-            reply = debugger.repair(llm, prompt_for(context, "debugger"), state["problem"], code=parent["code"],
-                                    feedback=parent.get("feedback", ""), reflection=node["text"])
-        emit("generated", node=node["id"], depth=node["depth"])
-        return {"nodes": {node["id"]: {"code": reply.code}}, "cost": {**reply.cost, "programs": 1}}
-
-    def execute(state: CodeTreeState, runtime: Runtime[Context]) -> dict:
-        return execute_node(state, context_of(runtime), state["current"])
-
-    def critique(state: CodeTreeState, runtime: Runtime[Context]) -> dict:
-        context = context_of(runtime)
-        nodes = state["nodes"]
-        node = nodes[state["current"]]
-        parent = nodes.get(node["parent"] or "")
-        ratio = node["execution"]["pass_rate"] if node["execution"]["total"] else 1.0  # no visible tests: passing
-        value, feedback, cost = ratio, node["feedback"], {}
-        update: dict = {}
-        accepted = False
-        if not context.codetree_critic:
-            if ratio > PASS_THRESHOLD:
-                return _decide(node, "accept", "passes the visible tests", value, feedback, {}, {})
-            if node["depth"] < context.codetree_max_depth:
-                return _decide(node, "refine", "fails visible tests", value, feedback, {}, {})
-            return _decide(node, "abort", "depth limit", value, feedback, {}, {})
-        llm = resolve_model(context, model)
-        critic_prompt = prompt_for(context, "critic")
-        if ratio > PASS_THRESHOLD:
-            verdict = critic.verify(llm, critic_prompt, state["problem"], code=node["code"], feedback=feedback,
-                                    structured=context.structured_output)
-            cost = verdict.cost
-            emit("verdict", node=node["id"], accepted=bool(verdict.value), analysis=verdict.analysis[:300])
-            update["critic_verdict"] = bool(verdict.value)
-            if verdict.value:
-                accepted = True
-            else:
-                feedback = f"{feedback}\n\n{REVIEW_MARK}\n\n{verdict.analysis}"
-            value += PASS_BONUS
-            if not accepted and parent is not None and _visible_pass(parent) \
-                    and node["depth"] == context.codetree_max_depth:
-                accepted = True  # the released code's forced accept at max depth
-        if accepted:
-            return _decide(node, "accept", "Critic accepted" if update.get("critic_verdict") else
-                           "forced accept at max depth", value, feedback, cost, update)
-        if ratio > PASS_THRESHOLD:  # visible pass rejected by the Critic
-            if node["depth"] >= context.codetree_max_depth:
-                return _decide(node, "abort", "depth limit", value, feedback, cost, update)
-            return _decide(node, "refine", "Critic rejected a visible pass", value, feedback, cost, update)
-        update["last_failing"] = node["id"]
-        if node["depth"] >= context.codetree_max_depth:
-            return _decide(node, "abort", "depth limit", value, feedback, cost, update)
-        score = critic.score_tests(llm, critic_prompt, state["problem"], code=node["code"], feedback=feedback,
-                                   structured=context.structured_output)
-        emit("verdict", node=node["id"], score=score.value, analysis=score.analysis[:300])
-        update["critic_score"] = int(score.value)
-        value += int(score.value) / 15
-        parent_value = parent.get("value", 0.0) if parent else 0.0
-        if value < parent_value or (value == parent_value and node["depth"] > int(score.value)):
-            return _decide(node, "abort", "value below its parent's", value, feedback, score.cost, update)
-        return _decide(node, "refine", "refine", value, feedback, score.cost, update)
-
-    def reflect(state: CodeTreeState, runtime: Runtime[Context]) -> dict:
-        context = context_of(runtime)
-        nodes = state["nodes"]
-        node = nodes[state["current"]]
-        fixed = None if context.codetree_critic else context.codetree_width
-        ideas = thinker.reflections(resolve_model(context, model), prompt_for(context, "thinker"), state["problem"],
-                                    strategy=node["strategy"], code=node["code"], feedback=node["feedback"],
-                                    width=context.codetree_width, fixed=fixed)
-        children = {}
-        for i, reflection in enumerate(ideas.items):
-            child = _new_node(len(nodes) + i, parent=node, text=reflection, strategy=node["strategy"])
-            children[child["id"]] = child
-            emit("node_created", node=child["id"], parent=node["id"], depth=child["depth"], text=reflection)
-        ids = list(children)
-        frontier = list(state.get("frontier", []))
-        frontier += list(reversed(ids)) if context.codetree_order == "dfs" else ids
-        return {"nodes": children, "frontier": frontier, "cost": ideas.cost}
-
-    def finalize(state: CodeTreeState, runtime: Runtime[Context]) -> dict:
-        context = context_of(runtime)
-        nodes = state.get("nodes", {})
-        if state.get("accepted"):
-            chosen, reason = state["accepted"], "accepted"
-        else:
-            chosen = choose_final(nodes, context.codetree_final, state.get("last_failing"))
-            reason = "budget_exhausted" if _spent(state, context) else state.get("stop") or "tree_exhausted"
-        emit("finished", node=chosen, stop_reason=reason)
-        return finish(nodes, chosen, reason)
-
-    builder = StateGraph(CodeTreeState, context_schema=Context, input_schema=SearchInput, output_schema=SearchOutput)
-    for name_, fn in (("think", think), ("pick", pick), ("generate", generate), ("execute", execute),
-                      ("critique", critique), ("reflect", reflect), ("finalize", finalize)):
-        builder.add_node(name_, fn)
-    builder.add_edge(START, "think")
-    builder.add_edge("think", "pick")
-    builder.add_conditional_edges("pick", lambda s: "generate" if s.get("current") else "finalize",
-                                  ["generate", "finalize"])
-    builder.add_edge("generate", "execute")
-    builder.add_edge("execute", "critique")
-    def after_critique(state: CodeTreeState, runtime: Runtime[Context]) -> str:
-        if state["decision"] == "accept" or _spent(state, context_of(runtime)):
-            return "finalize"  # no reflection once no program can be written from it
-        return {"refine": "reflect", "abort": "pick"}[state["decision"]]
-
-    builder.add_conditional_edges("critique", after_critique, ["finalize", "reflect", "pick"])
-    builder.add_edge("reflect", "pick")
-    builder.add_edge("finalize", END)
-    return builder.compile(checkpointer=checkpointer, name=name).with_config(recursion_limit=10_000)
-
-
-def _spent(state: CodeTreeState, context: Context) -> bool:
-    return state.get("cost", {}).get("programs", 0) >= context.codetree_max_programs
-
-
-def _decide(node: NodeRecord, decision: str, reason: str, value: float, feedback: str, cost: dict,
-            extra: dict) -> dict:
-    status = {"accept": "accepted", "refine": "refined", "abort": "aborted"}[decision]
-    emit("decision", node=node["id"], decision=decision, reason=reason, value=round(value, 4))
-    record = {"value": value, "feedback": feedback, "status": status, "decision_reason": reason}
-    record.update({k: v for k, v in extra.items() if k in ("critic_score", "critic_verdict")})
-    update = {"nodes": {node["id"]: record}, "decision": decision, "cost": cost}
-    if decision == "accept":
-        update["accepted"] = node["id"]
-    if "last_failing" in extra:
-        update["last_failing"] = extra["last_failing"]
-    return update
+    return graph_builder(model).compile(checkpointer=checkpointer, name=name)
 
 
 graph = build_graph()

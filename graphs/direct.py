@@ -1,6 +1,6 @@
 """Direct baseline: one Solver call, run on the public tests, no search.
 
-    START -> solve -> evaluate -> finalize -> END
+    START -> start -> solve -> evaluate -> finalize -> END
 """
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from codeforest.agents import solver
-from codeforest.agents.base import emit, prompt_for, resolve_model
 from codeforest.context import Context
-from codeforest.graphs.common import context_of, execute_node
-from codeforest.graphs.state import SearchInput, SearchOutput, SearchState, finish
+from codeforest.graphs import kit
+from codeforest.graphs.state import SearchState
 
-ROOT = "n1"
 BUDGET_UNIT = "programs"
+CONTEXT = Context  # the baseline has no settings of its own
+FRESH: dict = {}  # no state beyond the common one
 
 
 def budget(context: Context) -> int:
@@ -24,37 +24,50 @@ def budget(context: Context) -> int:
     return 1
 
 
-def build_graph(checkpointer=None, *, model: BaseChatModel | None = None, name: str = "direct"):
-    """Compile the direct baseline; ``model`` overrides the context's model (library use, tests)."""
+def recursion_limit(context: Context) -> int:
+    """Steps of the longest run: start, solve, evaluate, finalize."""
+    return kit.recursion_limit(4)
 
-    def solve(state: SearchState, runtime: Runtime[Context]) -> dict:
-        context = context_of(runtime)
-        problem = state["problem"]
-        emit("solving", node=ROOT)
-        reply = solver.write_code(resolve_model(context, model), prompt_for(context, "solver"), problem)
-        node = {"id": ROOT, "parent": None, "depth": 1, "kind": "code", "code": reply.code, "status": "open",
-                "order": 0}
-        emit("node_created", node=ROOT, parent=None, kind="code")
-        return {"nodes": {ROOT: node}, "cost": {**reply.cost, "programs": 1}}
 
-    def evaluate(state: SearchState, runtime: Runtime[Context]) -> dict:
-        return execute_node(state, context_of(runtime), ROOT)
+def solve(state: SearchState, runtime: Runtime[Context], model: BaseChatModel | None = None) -> dict:
+    """One Solver call: the program of the only node."""
+    context = kit.settings(runtime, CONTEXT)
+    kit.emit("solving", node="n1")
+    reply = solver.write_code(kit.chat_model(context, model), kit.prompt(context, "solver"), state["problem"])
+    node = kit.new_node(kit.next_order(state["nodes"]), parent=None, kind="code", code=reply.value)
+    return {"nodes": {node["id"]: node}, "cost": {**reply.cost, "programs": 1}}
 
-    def finalize(state: SearchState) -> dict:
-        nodes = state["nodes"]
-        reason = "passed_public_tests" if nodes[ROOT]["execution"]["pass_rate"] >= 1.0 else "budget_exhausted"
-        emit("finished", node=ROOT, stop_reason=reason)
-        return finish(nodes, ROOT, reason)
 
-    builder = StateGraph(SearchState, context_schema=Context, input_schema=SearchInput, output_schema=SearchOutput)
-    builder.add_node("solve", solve)
-    builder.add_node("evaluate", evaluate)
-    builder.add_node("finalize", finalize)
-    builder.add_edge(START, "solve")
+def evaluate(state: SearchState, runtime: Runtime[Context]) -> dict:
+    """Run the program on the public tests."""
+    node = next(iter(state["nodes"].values()))
+    result, tested = kit.run_program(state["problem"], node["code"], kit.settings(runtime, CONTEXT), node["id"])
+    return {"nodes": {node["id"]: {**tested, "value": result.pass_rate}}, "cost": {"sandbox_runs": 1}}
+
+
+def finalize(state: SearchState) -> dict:
+    """Return the program, which passed the public tests or spent the budget."""
+    node = next(iter(state["nodes"].values()))
+    reason = "passed_public_tests" if kit.passes_public(node["execution"]) else "budget_exhausted"
+    return kit.finish_node(state, node["id"], reason)
+
+
+def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
+    """The uncompiled direct graph; ``model`` replaces the context's model."""
+    builder = kit.builder(SearchState, CONTEXT)
+    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT), "solve": solve,
+                            "evaluate": evaluate, "finalize": finalize}, model)
+    builder.add_edge(START, "start")
+    builder.add_edge("start", "solve")
     builder.add_edge("solve", "evaluate")
     builder.add_edge("evaluate", "finalize")
     builder.add_edge("finalize", END)
-    return builder.compile(checkpointer=checkpointer, name=name).with_config(recursion_limit=100)
+    return builder
+
+
+def build_graph(checkpointer=None, *, model: BaseChatModel | None = None, name: str = "direct"):
+    """Compile the direct baseline; ``model`` overrides the context's model (library use, tests)."""
+    return graph_builder(model).compile(checkpointer=checkpointer, name=name)
 
 
 graph = build_graph()

@@ -1,46 +1,82 @@
 """RethinkMCTS (2024): MCTS over thoughts with dual evaluation, block-level verbal feedback and rethink.
 
-    START -> expand_root -> select --(a leaf)--> simulate --(fails, may rethink)--> rethink -> simulate
-                              ^        \\--(no leaf)--> finalize      \\--> expand -> backpropagate
-                              \\----------------------(rollouts left)------------------/   \\--> finalize
+    START -> start -> expand_root -> select --(a leaf)--> rollout -> backpropagate --(rollouts left)--> select
+                                       \\--(none / no steps)--> finalize      \\--(concurrency > 1)--Send--> rollout
+    rollout (a subgraph): simulate --(fails, may rethink)--> rethink -> simulate
+                                   \\--> expand
 
 Per rollout (the released code's order, SPEC 1.9): P-UCB selection reaches an unevaluated thought;
 its code is generated from the problem and the thoughts on the path, run on the public tests and
 rewarded (v_test, or a·v_test + b·v_llm when every public test passes); a failing node may rethink
 its own thought once and be re-evaluated; the node is expanded (with verbal feedback when it
 failed) and the reward is backpropagated (Q = max). The final program is the highest-rewarded of
-all programs generated, ties to the earliest.
+all programs generated, ties to the earliest. With ``rethink_concurrency`` N > 1, up to N new
+children of an expansion run the same rollout subgraph at once (``Send``). A problem without public
+tests gives v_test = 1.0 (every one of its zero tests passes), so self-evaluation decides.
 """
 
 from __future__ import annotations
 
 import functools
 import operator
+from collections.abc import Callable
 from typing import Annotated
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import Send
+from langgraph.types import Overwrite, Send
+from pydantic import Field
+from typing_extensions import TypedDict
 
 from codeforest.agents import critic, rethink, solver, thinker
-from codeforest.agents.base import emit, prompt_for, resolve_model
 from codeforest.context import Context
-from codeforest.graphs import search
-from codeforest.graphs.common import context_of, run_node_tests
-from codeforest.graphs.state import SearchInput, SearchOutput, SearchState, add_cost, merge_nodes
-from codeforest.problems import public_suite
+from codeforest.graphs import kit, search
+from codeforest.graphs.state import Cost, NodeRecord, SearchState, add_cost, merge_nodes
+from codeforest.problems import Problem, public_suite
 from codeforest.tools.testing import ExecutionResult
 from codeforest.tools.tracing import failing_test_trace
 
 BUDGET_UNIT = "rollouts"
-ROOT = "root"
+ROOT = kit.ROOT
 MAX_FAILING_TESTS = 6  # the released code lists at most 6 failing tests in the verbal feedback
 
 
-def budget(context: Context) -> int:
-    """RethinkMCTS's budget in its unit: rollouts."""
-    return context.rethink_rollouts
+class RethinkContext(Context):
+    """RethinkMCTS's settings (SPEC-rethinkmcts-rpm-mcts.md Part 1): the paper's defaults, released-code options."""
+
+    rethink_rollouts: int = Field(default=16, ge=1, description="RethinkMCTS budget: rollouts (16).")
+    rethink_width: int = Field(default=3, ge=1, description="RethinkMCTS children per expansion (3).")
+    rethink_c_base: float = Field(default=10.0, gt=0, description="P-UCB c_base (10, from PG-TD).")
+    rethink_c: float = Field(default=4.0, ge=0, description="P-UCB exploration weight c (4).")
+    rethink_reward_a: float = Field(default=0.8, ge=0, le=1, description="Reward weight a of v_test (0.8).")
+    rethink_reward_b: float = Field(default=0.2, ge=0, le=1, description="Reward weight b of v_llm (0.2).")
+    rethink_gamma: float = Field(default=1.0, gt=0, le=1, description=(
+        "Discount per level in backpropagation: 1.0 (the paper), 0.9 (the released code)."))
+    rethink_max_rethinks: int = Field(default=1, ge=0, description="Rethinks per node (the released code: 1).")
+    rethink_concurrency: int = Field(default=1, ge=1, description=(
+        "1: one rollout at a time (the paper). N > 1: after an expansion, up to N of the new children are "
+        "evaluated at once (Send), each counting as a rollout; the embedded server gets N parallel slots."))
+    rethink_rethink: bool = Field(default=True, description="Ablation: false = w/o rethink.")
+    rethink_verbal_feedback: bool = Field(default=True, description=(
+        "Ablation: false = w/o verbal feedback (scalar reward only)."))
+    rethink_block_info: bool = Field(default=True, description=(
+        "Ablation: false = verbal feedback without the block-level analysis."))
+    rethink_self_eval: bool = Field(default=True, description=(
+        "Ablation: false = w/o self-evaluation (reward = v_test)."))
+
+    def slots_needed(self) -> int:
+        """Concurrent rollouts need as many server slots."""
+        return max(self.server_slots, self.rethink_concurrency)
+
+
+CONTEXT = RethinkContext
+
+
+def add_or_clear(left: list | None, right: list | None) -> list:
+    """Append, or empty the list when the update is None (backpropagation consumed the batch)."""
+    return [] if right is None else (left or []) + right
 
 
 class RethinkState(SearchState, total=False):
@@ -48,215 +84,260 @@ class RethinkState(SearchState, total=False):
 
     path: list[str]
     rollouts: int
+    programs: Annotated[list[dict], operator.add]  # {node, code, reward, v_test, execution, rethought}
+    batch: Annotated[list[dict], add_or_clear]  # finished rollouts awaiting backpropagation: {node, reward}
+    stop: str | None
+
+
+class RolloutState(TypedDict, total=False):
+    """One rollout: the tree, the path to the leaf it evaluates, and what it spends and writes."""
+
+    problem: Problem
+    nodes: Annotated[dict[str, NodeRecord], merge_nodes]
+    path: list[str]
+    id_offset: int  # keeps the ids of concurrent rollouts' children apart
+    cost: Annotated[Cost, add_cost]
     programs: Annotated[list[dict], operator.add]
-    batch: Annotated[list[dict], add_or_clear]  # children evaluated concurrently, awaiting backpropagation
 
 
-def add_or_clear(left: list | None, right: list | None) -> list:
-    """Append, or empty the list when the update is None (the join consumed the batch)."""
-    return [] if right is None else (left or []) + right
+FRESH = {"path": [], "rollouts": 0, "programs": Overwrite([]), "batch": Overwrite([]), "stop": None}
 
+
+def budget(context: RethinkContext) -> int:
+    """RethinkMCTS's budget in its unit: rollouts."""
+    return context.rethink_rollouts
+
+
+def recursion_limit(context: RethinkContext) -> int:
+    """Steps of the longest run: start, expand_root, three per rollout, a last select and finalize."""
+    return kit.recursion_limit(3 * context.rethink_rollouts + 3)
+
+
+# --- decision rules (pure) --------------------------------------------------------------------------
 
 def thoughts_text(nodes: dict, path: list[str]) -> str:
     """The thoughts along a path, as the prompts show them."""
     return "\n".join(nodes[i]["text"] for i in path if i != ROOT and nodes[i].get("text", "").strip())
 
 
-def build_graph(checkpointer=None, *, model: BaseChatModel | None = None, name: str = "rethink_mcts"):
-    """Compile RethinkMCTS; ``model`` overrides the context's model (library use, tests)."""
+def reward(v_test: float, v_llm: float | None, context: RethinkContext) -> float:
+    """v_test, or a·v_test + b·v_llm when every public test passes and the program was self-evaluated."""
+    return v_test if v_llm is None else context.rethink_reward_a * v_test + context.rethink_reward_b * v_llm
 
-    def llm(context: Context) -> BaseChatModel:
-        return resolve_model(context, model)
 
-    def expand_children(state: RethinkState, context: Context, parent_id: str, feedback: str | None) -> dict:
-        nodes = state["nodes"]
-        base = max(n.get("order", 0) for n in nodes.values()) + 1 + state.get("id_offset", 0)
-        parent = nodes[parent_id]
-        path = search.path_to(nodes, parent_id)
-        ideas = thinker.thoughts(llm(context), prompt_for(context, "thinker_mcts"), state["problem"],
-                                 previous=thoughts_text(nodes, path), width=context.rethink_width,
-                                 code=parent.get("code") if feedback is not None else None, feedback=feedback,
-                                 structured=context.structured_output)
-        children = {}
-        for i, (text, prior) in enumerate(ideas.items):
-            node_id = f"n{base + i}"
-            children[node_id] = {"id": node_id, "parent": parent_id, "depth": parent.get("depth", 0) + 1,
-                                 "kind": "thought", "text": text, "prior": prior, "visits": 0, "q": 0.0,
-                                 "status": "open", "order": base + i, "rethinks": 0}
-            emit("node_created", node=node_id, parent=parent_id, depth=children[node_id]["depth"], text=text,
-                 prior=prior)
-        return {"nodes": children, "cost": ideas.cost}
-
-    def expand_root(state: RethinkState, runtime: Runtime[Context]) -> dict:
-        context = context_of(runtime)
-        root = {ROOT: {"id": ROOT, "parent": None, "depth": 0, "kind": "root", "text": "", "visits": 0, "q": 0.0,
-                       "status": "open", "order": 0}}
-        update = expand_children({**state, "nodes": root}, context, ROOT, None)
-        return {"nodes": {**root, **update["nodes"]}, "cost": update["cost"], "rollouts": 0}
-
-    def select(state: RethinkState, runtime: Runtime[Context]) -> dict:
-        context = context_of(runtime)
-        path = search.select_leaf(state["nodes"], ROOT, "p_ucb", context.rethink_c_base, context.rethink_c)
-        emit("selected", node=path[-1], path=path)
-        return {"path": path}
-
-    def simulate(state: RethinkState, runtime: Runtime[Context]) -> dict:
-        context = context_of(runtime)
-        nodes, problem = state["nodes"], state["problem"]
-        leaf = state["path"][-1]
-        thoughts = thoughts_text(nodes, state["path"])
-        reply = solver.write_code(llm(context), prompt_for(context, "solver"), problem, thoughts=thoughts)
-        cost = [{**reply.cost, "programs": 1, "sandbox_runs": 1}]
-        result, tested = run_node_tests(problem, reply.code, context, leaf)
-        v_test = result.pass_rate if result.total else 1.0
-        record = {**tested, "code": reply.code, "status": "passed" if v_test == 1.0 else "failed",
-                  "verbal_feedback": ""}
-        reward = v_test
-        if v_test == 1.0 and context.rethink_self_eval:
-            judged = critic.self_evaluate(llm(context), prompt_for(context, "critic_mcts"), problem,
-                                          thoughts=thoughts, code=reply.code, structured=context.structured_output)
-            cost.append(judged.cost)
-            record["v_llm"] = float(judged.value)
-            reward = context.rethink_reward_a * v_test + context.rethink_reward_b * float(judged.value)
-            emit("verdict", node=leaf, v_llm=judged.value)
-        elif v_test < 1.0 and context.rethink_verbal_feedback:
-            record["verbal_feedback"] = verbal_feedback(problem, reply.code, result, context, llm(context), cost)
-        record["reward"] = reward
-        emit("reward", node=leaf, reward=round(reward, 4))
-        program = {"node": leaf, "code": reply.code, "reward": reward, "v_test": v_test,
-                   "rethought": nodes[leaf].get("rethinks", 0) > 0}
-        return {"nodes": {leaf: record}, "cost": functools.reduce(add_cost, cost), "programs": [program]}
-
-    def after_simulate(state: RethinkState, runtime: Runtime[Context]) -> str:
-        context = context_of(runtime)
-        node = state["nodes"][state["path"][-1]]
-        can_rethink = context.rethink_rethink and node.get("rethinks", 0) < context.rethink_max_rethinks
-        return "rethink" if node["execution"]["pass_rate"] < 1.0 and node["execution"]["total"] and can_rethink \
-            else "expand"
-
-    def rethink_node(state: RethinkState, runtime: Runtime[Context]) -> dict:
-        context = context_of(runtime)
-        nodes = state["nodes"]
-        leaf = state["path"][-1]
-        node = nodes[leaf]
-        feedback = node.get("verbal_feedback") or node.get("feedback", "")
-        text, cost = rethink.rethink(llm(context), prompt_for(context, "rethink"), state["problem"],
-                                     thoughts=thoughts_text(nodes, state["path"]), code=node["code"],
-                                     feedback=feedback)
-        emit("rethink", node=leaf, old=node["text"], new=text)
-        return {"nodes": {leaf: {"text": text, "prior": 1.0, "rethinks": node.get("rethinks", 0) + 1,
-                                 "replaced_thought": node["text"]}}, "cost": cost}
-
-    def expand(state: RethinkState, runtime: Runtime[Context]) -> dict:
-        context = context_of(runtime)
-        node = state["nodes"][state["path"][-1]]
-        failed = node["execution"]["pass_rate"] < 1.0
-        feedback = None
-        if failed and context.rethink_verbal_feedback:
-            feedback = node.get("verbal_feedback") or node.get("feedback", "")
-        return expand_children(state, context, node["id"], feedback)
-
-    def backpropagate(state: RethinkState, runtime: Runtime[Context]) -> dict:
-        context = context_of(runtime)
-        leaf = state["path"][-1]
-        reward = state["nodes"][leaf]["reward"]
-        updates = search.backpropagate(state["nodes"], leaf, reward, gamma=context.rethink_gamma)
-        rollouts = state.get("rollouts", 0) + 1
-        emit("backpropagated", node=leaf, reward=round(reward, 4), rollout=rollouts)
-        return {"nodes": updates, "rollouts": rollouts}
-
-    def simulate_branch(payload: dict, runtime: Runtime[Context]) -> dict:
-        """One new child evaluated on its own (Send): simulate, rethink if it may, expand."""
-        local = dict(payload)
-        updates: dict = {"nodes": {}, "cost": {}, "programs": []}
-
-        def apply(update: dict) -> None:
-            local["nodes"] = merge_nodes(local["nodes"], update.get("nodes"))
-            updates["nodes"] = merge_nodes(updates["nodes"], update.get("nodes"))
-            updates["cost"] = add_cost(updates["cost"], update.get("cost"))
-            updates["programs"] += update.get("programs", [])
-
-        apply(simulate(local, runtime))
-        while after_simulate(local, runtime) == "rethink":
-            apply(rethink_node(local, runtime))
-            apply(simulate(local, runtime))
-        apply(expand(local, runtime))
-        leaf = local["path"][-1]
-        return {**updates, "batch": [{"node": leaf, "reward": local["nodes"][leaf]["reward"]}]}
-
-    def join(state: RethinkState, runtime: Runtime[Context]) -> dict:
-        """Backpropagate the batch, one child after the other; each counts as a rollout."""
-        context = context_of(runtime)
-        nodes = dict(state["nodes"])
-        updates: dict = {}
-        for item in state.get("batch", []):
-            step = search.backpropagate(nodes, item["node"], item["reward"], gamma=context.rethink_gamma)
-            nodes = merge_nodes(nodes, step)
-            updates = merge_nodes(updates, step)
-            emit("backpropagated", node=item["node"], reward=round(item["reward"], 4))
-        return {"nodes": updates, "rollouts": state["rollouts"] + len(state.get("batch", [])), "batch": None}
-
-    def after_backpropagate(state: RethinkState, runtime: Runtime[Context]):
-        context = context_of(runtime)
-        left = context.rethink_rollouts - state["rollouts"]
-        if left <= 0:
-            return "finalize"
-        if context.rethink_concurrency > 1:
-            leaf = state["path"][-1]
-            fresh = [c["id"] for c in search.children(state["nodes"], leaf) if "reward" not in c]
-            fresh = fresh[:min(context.rethink_concurrency, left)]
-            if len(fresh) > 1:  # evaluate the new children at once; the endpoint serves them in parallel
-                path = search.path_to(state["nodes"], leaf)
-                return [Send("simulate_branch", {"problem": state["problem"], "nodes": state["nodes"],
-                                                 "path": [*path, child], "id_offset": j * context.rethink_width})
-                        for j, child in enumerate(fresh)]
-        return "select"
-
-    def finalize(state: RethinkState, runtime: Runtime[Context]) -> dict:
-        context = context_of(runtime)
-        best = best_program(state.get("programs", []))
-        reason = "budget_exhausted" if state.get("rollouts", 0) >= context.rethink_rollouts else "tree_exhausted"
-        emit("finished", node=best and best["node"], stop_reason=reason)
-        if best is None:
-            return {"final_code": "", "final_node": None, "stop_reason": reason, "public_pass_rate": 0.0}
-        return {"final_code": best["code"], "final_node": best["node"], "stop_reason": reason,
-                "public_pass_rate": best["v_test"]}
-
-    builder = StateGraph(RethinkState, context_schema=Context, input_schema=SearchInput, output_schema=SearchOutput)
-    for node_name, fn in (("expand_root", expand_root), ("select", select), ("simulate", simulate),
-                          ("rethink", rethink_node), ("expand", expand), ("backpropagate", backpropagate),
-                          ("finalize", finalize)):
-        builder.add_node(node_name, fn)
-    builder.add_edge(START, "expand_root")
-    builder.add_edge("expand_root", "select")
-    builder.add_conditional_edges("select", lambda s: "finalize" if s["path"][-1] == ROOT else "simulate",
-                                  ["simulate", "finalize"])
-    builder.add_conditional_edges("simulate", after_simulate, ["rethink", "expand"])
-    builder.add_edge("rethink", "simulate")
-    builder.add_edge("expand", "backpropagate")
-    builder.add_node("simulate_branch", simulate_branch)
-    builder.add_node("join", join)
-    builder.add_conditional_edges("backpropagate", after_backpropagate, ["select", "finalize", "simulate_branch"])
-    builder.add_edge("simulate_branch", "join")
-    builder.add_conditional_edges("join", after_backpropagate, ["select", "finalize", "simulate_branch"])
-    builder.add_edge("finalize", END)
-    return builder.compile(checkpointer=checkpointer, name=name).with_config(recursion_limit=10_000)
+def may_rethink(node: NodeRecord, context: RethinkContext) -> bool:
+    """A node whose program fails a public test rethinks its thought while it has rethinks left."""
+    failing = node["execution"]["total"] and node["execution"]["pass_rate"] < 1.0
+    return bool(failing) and context.rethink_rethink and node.get("rethinks", 0) < context.rethink_max_rethinks
 
 
 def best_program(programs: list[dict]) -> dict | None:
     """The highest-rewarded program (the first reward seen for a code string counts); ties to the earliest."""
-    seen: dict[str, dict] = {}
+    first_seen: dict[str, dict] = {}
     for program in programs:
-        seen.setdefault(program["code"], program)
-    best = None
-    for program in seen.values():
-        if best is None or program["reward"] > best["reward"]:
-            best = program
-    return best
+        first_seen.setdefault(program["code"], program)
+    return kit.best(first_seen.values(), key=lambda p: p["reward"])
 
 
-def verbal_feedback(problem, code: str, result: ExecutionResult, context: Context, model: BaseChatModel,
-                    cost: list[dict]) -> str:
+def concurrent_children(nodes: dict[str, NodeRecord], leaf: str, concurrency: int, left: int) -> list[str]:
+    """The new children of ``leaf`` to evaluate at once: up to ``concurrency`` and the rollouts left."""
+    fresh = [c["id"] for c in search.children(nodes, leaf) if "reward" not in c]
+    return fresh[:min(concurrency, left)]
+
+
+# --- the rollout subgraph's nodes ---------------------------------------------------------------------
+
+def expand_children(state: dict, context: RethinkContext, model: BaseChatModel, parent_id: str,
+                    feedback: str | None) -> dict:
+    """The Thinker's next thoughts (with priors) below ``parent_id``; failing parents pass on feedback."""
+    nodes = state["nodes"]
+    parent = nodes[parent_id]
+    ideas = thinker.thoughts(model, kit.prompt(context, "thinker_mcts"), state["problem"],
+                             previous=thoughts_text(nodes, search.path_to(nodes, parent_id)),
+                             width=context.rethink_width, code=parent.get("code") if feedback is not None else None,
+                             feedback=feedback, structured=context.structured_output)
+    base = kit.next_order(nodes) + state.get("id_offset", 0)
+    children: dict[str, NodeRecord] = {}
+    for i, (text, prior) in enumerate(ideas.value):
+        child = kit.new_node(base + i, parent=parent, kind="thought", text=text, prior=prior, visits=0, q=0.0,
+                             rethinks=0)
+        children[child["id"]] = child
+    return {"nodes": children, "cost": ideas.cost}
+
+
+def simulate(state: RolloutState, runtime: Runtime[RethinkContext], model: BaseChatModel | None = None) -> dict:
+    """Write the leaf's program from the path's thoughts, run it, reward it (and explain a failure)."""
+    context = kit.settings(runtime, CONTEXT)
+    llm = kit.chat_model(context, model)
+    nodes, problem, leaf = state["nodes"], state["problem"], state["path"][-1]
+    thoughts = thoughts_text(nodes, state["path"])
+    reply = solver.write_code(llm, kit.prompt(context, "solver"), problem, thoughts=thoughts)
+    costs = [{**reply.cost, "programs": 1, "sandbox_runs": 1}]
+    result, record = kit.run_program(problem, reply.value, context, leaf)
+    v_test = result.pass_rate if result.total else 1.0
+    record["verbal_feedback"], v_llm = "", None
+    if v_test == 1.0 and context.rethink_self_eval:
+        judged = critic.self_evaluate(llm, kit.prompt(context, "critic_mcts"), problem, thoughts=thoughts,
+                                      code=reply.value, structured=context.structured_output)
+        costs.append(judged.cost)
+        record["v_llm"] = v_llm = float(judged.value)
+        kit.emit("verdict", node=leaf, v_llm=judged.value)
+    elif v_test < 1.0 and context.rethink_verbal_feedback:
+        record["verbal_feedback"] = verbal_feedback(problem, reply.value, result, context, llm, costs)
+    record["reward"] = reward(v_test, v_llm, context)
+    kit.emit("reward", node=leaf, reward=round(record["reward"], 4))
+    program = {"node": leaf, "code": reply.value, "reward": record["reward"], "v_test": v_test,
+               "execution": record["execution"], "rethought": nodes[leaf].get("rethinks", 0) > 0}
+    return {"nodes": {leaf: record}, "cost": functools.reduce(add_cost, costs), "programs": [program]}
+
+
+def rethink_leaf(state: RolloutState, runtime: Runtime[RethinkContext], model: BaseChatModel | None = None) -> dict:
+    """Rewrite the failing leaf's thought from its verbal feedback, keeping its place in the tree."""
+    context = kit.settings(runtime, CONTEXT)
+    leaf = state["path"][-1]
+    node = state["nodes"][leaf]
+    reply = rethink.rethink(kit.chat_model(context, model), kit.prompt(context, "rethink"), state["problem"],
+                            thoughts=thoughts_text(state["nodes"], state["path"]), code=node["code"],
+                            feedback=node.get("verbal_feedback") or node.get("feedback", ""))
+    kit.emit("rethink", node=leaf, old=node["text"], new=reply.value)
+    return {"nodes": {leaf: {"text": reply.value, "prior": 1.0, "rethinks": node.get("rethinks", 0) + 1,
+                             "replaced_thought": node["text"]}}, "cost": reply.cost}
+
+
+def expand(state: RolloutState, runtime: Runtime[RethinkContext], model: BaseChatModel | None = None) -> dict:
+    """Expand the leaf; a failing leaf's thoughts see its verbal feedback."""
+    context = kit.settings(runtime, CONTEXT)
+    node = state["nodes"][state["path"][-1]]
+    feedback = None
+    failing = node["execution"]["total"] and node["execution"]["pass_rate"] < 1.0
+    if failing and context.rethink_verbal_feedback:
+        feedback = node.get("verbal_feedback") or node.get("feedback", "")
+    return expand_children(state, context, kit.chat_model(context, model), node["id"], feedback)
+
+
+def rollout_builder(model: BaseChatModel | None = None) -> StateGraph:
+    """The uncompiled rollout subgraph: simulate, rethink while allowed, expand."""
+    builder = StateGraph(RolloutState, context_schema=CONTEXT)
+    kit.add_nodes(builder, {"simulate": simulate, "rethink": rethink_leaf, "expand": expand}, model)
+    builder.add_edge(START, "simulate")
+    builder.add_conditional_edges("simulate", lambda s, runtime: "rethink" if may_rethink(
+        s["nodes"][s["path"][-1]], kit.settings(runtime, CONTEXT)) else "expand", ["rethink", "expand"])
+    builder.add_edge("rethink", "simulate")
+    builder.add_edge("expand", END)
+    return builder
+
+
+# --- the search's nodes ---------------------------------------------------------------------------------
+
+def expand_root(state: RethinkState, runtime: Runtime[RethinkContext], model: BaseChatModel | None = None) -> dict:
+    """The root and its first thoughts."""
+    context = kit.settings(runtime, CONTEXT)
+    root = {ROOT: kit.root_node()}
+    update = expand_children({**state, "nodes": root}, context, kit.chat_model(context, model), ROOT, None)
+    return {"nodes": {**root, **update["nodes"]}, "cost": update["cost"]}
+
+
+def select(state: RethinkState, runtime: Runtime[RethinkContext]) -> dict:
+    """P-UCB from the root down to a leaf; stop when too few steps are left for a rollout."""
+    context = kit.settings(runtime, CONTEXT)
+    if kit.steps_left(state) < 3:  # rollout, backpropagate, finalize
+        return {"stop": kit.STEP_LIMIT}
+    path = search.select_leaf(state["nodes"], ROOT, "p_ucb", context.rethink_c_base, context.rethink_c)
+    kit.emit("selected", node=path[-1], path=path)
+    return {"path": path}
+
+
+def rollout_node(rollout_graph: CompiledStateGraph) -> Callable:
+    """The rollout node: runs the rollout subgraph on one leaf, returns what it changed."""
+
+    def rollout(state: RolloutState, runtime: Runtime[RethinkContext]) -> dict:
+        """Simulate, rethink and expand the leaf at the end of ``path`` (the rollout subgraph)."""
+        context = kit.settings(runtime, CONTEXT)
+        start = {k: state[k] for k in ("problem", "nodes", "path")} | {"id_offset": state.get("id_offset", 0)}
+        limit = kit.recursion_limit(2 * context.rethink_max_rethinks + 2)
+        final: dict = {}
+        for mode, chunk in rollout_graph.stream(start, {"recursion_limit": limit}, stream_mode=["custom", "values"]):
+            if mode == "custom":
+                kit.emit(**chunk)  # the subgraph's progress events reach the caller's stream
+            else:
+                final = chunk
+        leaf = state["path"][-1]
+        changed = {i: r for i, r in final["nodes"].items() if state["nodes"].get(i) != r}
+        return {"nodes": changed, "cost": final.get("cost", {}), "programs": final.get("programs", []),
+                "batch": [{"node": leaf, "reward": final["nodes"][leaf]["reward"]}]}
+
+    return rollout
+
+
+def backpropagate(state: RethinkState, runtime: Runtime[RethinkContext]) -> dict:
+    """Backpropagate each finished rollout (Q = max); each counts as one rollout of the budget."""
+    context = kit.settings(runtime, CONTEXT)
+    nodes, updates = dict(state["nodes"]), {}
+    rollouts = state["rollouts"]
+    for item in state["batch"]:
+        step = search.backpropagate(nodes, item["node"], item["reward"], gamma=context.rethink_gamma)
+        nodes, updates = merge_nodes(nodes, step), merge_nodes(updates, step)
+        rollouts += 1
+        kit.emit("backpropagated", node=item["node"], reward=round(item["reward"], 4), rollout=rollouts)
+    stop = None
+    if rollouts >= context.rethink_rollouts:
+        stop = "budget_exhausted"
+    elif kit.steps_left(state) < 4:  # select, rollout, backpropagate, finalize
+        stop = kit.STEP_LIMIT
+    return {"nodes": updates, "rollouts": rollouts, "batch": None, "stop": stop}
+
+
+def finalize(state: RethinkState) -> dict:
+    """Return the highest-rewarded program of the search."""
+    chosen = best_program(state["programs"])
+    reason = state.get("stop") or "tree_exhausted"
+    if chosen is None:
+        return kit.finish(state["problem"], None, "", None, reason)
+    return kit.finish(state["problem"], chosen["node"], chosen["code"], chosen["execution"], reason)
+
+
+# --- wiring ---------------------------------------------------------------------------------------------
+
+def after_backpropagate(state: RethinkState, runtime: Runtime[RethinkContext]):
+    """Finalize, select the next leaf, or send the expansion's new children to concurrent rollouts."""
+    context = kit.settings(runtime, CONTEXT)
+    if state["stop"]:
+        return "finalize"
+    if context.rethink_concurrency > 1:
+        leaf = state["path"][-1]
+        fresh = concurrent_children(state["nodes"], leaf, context.rethink_concurrency,
+                                    context.rethink_rollouts - state["rollouts"])
+        if len(fresh) > 1:
+            path = search.path_to(state["nodes"], leaf)
+            return [Send("rollout", {"problem": state["problem"], "nodes": state["nodes"], "path": [*path, child],
+                                     "id_offset": j * context.rethink_width}) for j, child in enumerate(fresh)]
+    return "select"
+
+
+def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
+    """The uncompiled RethinkMCTS graph; ``model`` replaces the context's model."""
+    builder = kit.builder(RethinkState, CONTEXT)
+    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT), "expand_root": expand_root,
+                            "select": select, "rollout": rollout_node(rollout_builder(model).compile()),
+                            "backpropagate": backpropagate, "finalize": finalize}, model)
+    builder.add_edge(START, "start")
+    builder.add_edge("start", "expand_root")
+    builder.add_edge("expand_root", "select")
+    builder.add_conditional_edges("select", lambda s: "finalize" if s["stop"] or s["path"][-1] == ROOT else "rollout",
+                                  ["rollout", "finalize"])
+    builder.add_edge("rollout", "backpropagate")
+    builder.add_conditional_edges("backpropagate", after_backpropagate, ["select", "finalize", "rollout"])
+    builder.add_edge("finalize", END)
+    return builder
+
+
+def build_graph(checkpointer=None, *, model: BaseChatModel | None = None, name: str = "rethink_mcts"):
+    """Compile RethinkMCTS; ``model`` overrides the context's model (library use, tests)."""
+    return graph_builder(model).compile(checkpointer=checkpointer, name=name)
+
+
+def verbal_feedback(problem: Problem, code: str, result: ExecutionResult, context: RethinkContext,
+                    model: BaseChatModel, costs: list[dict]) -> str:
     """Failing tests with their outputs, plus the block-level trace and its analysis (RethinkMCTS App. B.5)."""
     failing = [o for o in result.outcomes if not o.passed][:MAX_FAILING_TESTS]
     lines = ["(Execution Feedback)", "The code above fails the given unit test:"]
@@ -271,11 +352,11 @@ def verbal_feedback(problem, code: str, result: ExecutionResult, context: Contex
         return f"{text}\n{trace}"
     outcome = result.outcomes[index]
     shown = outcome.actual if outcome.actual is not None else outcome.error
-    analysis, call_cost = critic.analyze_blocks(model, prompt_for(context, "critic_mcts"), problem, code=code,
-                                                test=outcome.test.strip(), output=str(shown), trace=trace,
-                                                structured=context.structured_output)
-    cost.append(call_cost)
-    return f"{text}\n(Block-level Analysis)\n{trace}\n{analysis}"
+    analysis = critic.analyze_blocks(model, kit.prompt(context, "critic_mcts"), problem, code=code,
+                                     test=outcome.test.strip(), output=str(shown), trace=trace,
+                                     structured=context.structured_output)
+    costs.append(analysis.cost)
+    return f"{text}\n(Block-level Analysis)\n{trace}\n{analysis.value}"
 
 
 graph = build_graph()

@@ -2,17 +2,31 @@
 
 Everything is plain JSON-able data, so state round-trips through checkpointers and the LangGraph
 server. Nodes are upserted by id through ``merge_nodes`` so parallel ``Send`` branches can add
-children safely and a rethink can overwrite one record in place.
+children safely and a rethink can overwrite one record in place. ``typing_extensions.TypedDict``
+keeps the input, output and state JSON schemas buildable on Python 3.11.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, TypedDict
+from typing import Annotated, Literal
+
+from langgraph.managed import RemainingSteps
+from typing_extensions import TypedDict
 
 from codeforest.problems import Problem
 
 NodeKind = Literal["root", "strategy", "thought", "reflection", "code"]
-NodeStatus = Literal["open", "aborted", "accepted", "refined", "failed", "passed"]
+NodeStatus = Literal["open", "aborted", "accepted", "refined", "failed", "passed", "unverified"]
+
+
+class Execution(TypedDict, total=False):
+    """A program's run on the public tests, as stored on its node (``ExecutionResult.summary()``)."""
+
+    passed: int
+    total: int
+    pass_rate: float
+    error: str | None
+    wall_s: float
 
 
 class NodeRecord(TypedDict, total=False):
@@ -22,24 +36,25 @@ class NodeRecord(TypedDict, total=False):
     parent: str | None
     depth: int
     kind: NodeKind
+    order: int  # creation order (the MCTS root is 0); tie-breaks go to the lower
+    status: NodeStatus
     text: str  # the strategy, thought or reflection
-    strategy: str  # the root strategy a CodeTree node descends from
-    prior: float
+    strategy: str  # CodeTree: the root strategy a node descends from
+    prior: float  # MCTS: the thought's prior p(a|s)
     code: str
-    execution: dict  # ExecutionResult.summary() on the public tests
+    execution: Execution
     feedback: str  # the feedback text given to the model
-    verbal_feedback: str
+    verbal_feedback: str  # RethinkMCTS: failing tests with outputs, block trace and its analysis
     value: float
     visits: int
     q: float
-    status: NodeStatus
-    order: int  # creation order, for tie-breaks
-    decision_reason: str  # why the search refined, aborted or accepted the node
+    decision_reason: str  # CodeTree: why the search refined, aborted or accepted the node
     critic_score: int  # CodeTree: the Critic's 0-5 score of a failing node
     critic_verdict: bool  # CodeTree: the Critic's verdict on a node passing the visible tests
     reward: float  # MCTS: the reward of the node's program
     v_llm: float  # RethinkMCTS: the self-evaluation of a program passing every public test
     rethinks: int  # RethinkMCTS: how often the node's thought was rewritten
+    replaced_thought: str  # RethinkMCTS: the thought a rethink replaced
     seed: int  # BESTER: the sampling seed of the node's self-reflection
 
 
@@ -85,21 +100,15 @@ class SearchOutput(TypedDict, total=False):
     final_code: str
     final_node: str | None
     stop_reason: str
-    public_pass_rate: float
+    public_pass_rate: float | None  # None when the problem has no public tests: the program is unverified
     nodes: Annotated[dict[str, NodeRecord], merge_nodes]
     cost: Annotated[Cost, add_cost]
 
 
 class SearchState(SearchInput, SearchOutput, total=False):
-    """Input, output, and nothing a graph should hide."""
+    """Input, output, and the steps left before the caller's recursion limit."""
+
+    remaining_steps: RemainingSteps
 
 
-def finish(nodes: dict[str, NodeRecord], node_id: str | None, stop_reason: str) -> dict:
-    """The final part of the common output for the chosen node."""
-    node = nodes.get(node_id or "", {})
-    return {
-        "final_code": node.get("code", ""),
-        "final_node": node_id,
-        "stop_reason": stop_reason,
-        "public_pass_rate": node.get("execution", {}).get("pass_rate", 0.0),
-    }
+OUTPUT_KEYS = ("final_code", "final_node", "stop_reason", "public_pass_rate", "nodes", "cost")

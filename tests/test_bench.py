@@ -29,7 +29,10 @@ from codeforest.bench import (
 )
 from codeforest.cli import main
 from codeforest.context import Context
+from codeforest.graphs.bester import BesterContext
+from codeforest.graphs.rethink_mcts import RethinkContext
 from codeforest.problems import load_dataset
+from codeforest.registry import context_for
 from codeforest.report import summarize, wilson_interval
 from codeforest.tools.sandbox import LocalSandbox
 from codeforest.tools.testing import TestSuite
@@ -84,14 +87,14 @@ def test_no_private_test_reaches_a_graph(dataset, graph_name, data_dir, tmp_path
     tasks = load_dataset(dataset, data_dir)[:3]
     model = RespondingChatModel(respond=lambda messages: "```python\nprint(1)\n```")
     saver = InMemorySaver()
-    context = Context(bester_depth=1, bester_width=1)
+    context = BesterContext(bester_depth=1, bester_width=1)
     bench = Bench([graph_name], tasks, tmp_path, context=context, dataset=dataset, model=model, checkpointer=saver)
     bench.run()
     seen = [json.dumps([str(m.content) for m in call]) for call in model.calls]  # every prompt
     from codeforest.registry import build_graph
 
     graph = build_graph(graph_name, checkpointer=saver, model=model)
-    label = run_label({"graph": graph_name, "settings": result_settings(context)})
+    label = run_label({"graph": graph_name, "settings": result_settings(context_for(graph_name, context))})
     for task in tasks:
         history = graph.get_state_history({"configurable": {"thread_id": f"{label}:{task.id}"}})
         seen += [json.dumps(snapshot.values) for snapshot in history]  # the graph's input and every state
@@ -146,19 +149,22 @@ def test_runs_with_other_settings_are_kept_apart(data_dir, tmp_path):
     tasks = load_dataset("humaneval", data_dir)[:2]
     model = reference_answers(tasks, wrong={"HumanEval/1"})
     default = Context(base_url="http://user:secret@example.invalid/v1", cache_path=str(tmp_path / "c.sqlite"))
-    ablated = Context(rethink_rethink=False, max_tokens=512)
-    assert result_settings(default) == {} and result_settings(ablated) == {"max_tokens": 512,
-                                                                            "rethink_rethink": False}
+    ablated = Context(max_tokens=512)
+    assert result_settings(default) == {} and result_settings(ablated) == {"max_tokens": 512}
+    assert result_settings(RethinkContext(rethink_rethink=False, max_tokens=512)) == {"max_tokens": 512,
+                                                                                       "rethink_rethink": False}
+    # a graph keeps only its own settings: a RethinkMCTS ablation does not change the direct graph's runs
+    assert result_settings(context_for("direct", RethinkContext(rethink_rethink=False))) == {}
     assert Bench(["direct"], tasks, tmp_path, context=default, dataset="humaneval", model=model).run().total == 2
     assert Bench(["direct"], tasks, tmp_path, context=ablated, dataset="humaneval", model=model).run().total == 2
     assert Bench(["direct"], tasks, tmp_path, context=ablated, dataset="humaneval", model=model).run().total == 0
     assert "secret" not in (tmp_path / "results.jsonl").read_text()
-    label = "direct max_tokens=512 rethink_rethink=false"
+    label = "direct max_tokens=512"
     assert sorted(run_label(r) for r in latest_records(read_results(tmp_path))) == ["direct"] * 2 + [label] * 2
     assert (tmp_path / "trees" / "direct" / "HumanEval_0.json").is_file()
-    assert (tmp_path / "trees" / "direct_max_tokens_512_rethink_rethink_false" / "HumanEval_0.json").is_file()
+    assert (tmp_path / "trees" / "direct_max_tokens_512" / "HumanEval_0.json").is_file()
     assert sorted(p.name for p in write_samples(tmp_path)) == [
-        "samples-direct.jsonl", "samples-direct_max_tokens_512_rethink_rethink_false.jsonl"]
+        "samples-direct.jsonl", "samples-direct_max_tokens_512.jsonl"]
     rows = {r["graph"]: r for r in summarize(read_results(tmp_path))}
     assert rows.keys() == {"direct", label} and rows[label]["problems"] == 2 and rows[label]["solved"] == 1
     assert main(["report", str(tmp_path)]) == 0

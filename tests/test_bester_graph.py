@@ -6,8 +6,7 @@ import threading
 
 import pytest
 
-from codeforest.context import Context
-from codeforest.graphs.bester import build_graph, choose
+from codeforest.graphs.bester import BesterContext, build_graph, choose
 from codeforest.registry import graph_budget
 from tests.fakes import RespondingChatModel
 
@@ -49,7 +48,7 @@ class BesterScript:
 
 def run(script: BesterScript, **settings):
     model = RespondingChatModel(respond=script, pass_kwargs=True)
-    out = build_graph(model=model).invoke({"problem": PROBLEM}, context=Context(**settings))
+    out = build_graph(model=model).invoke({"problem": PROBLEM}, context=BesterContext(**settings))
     return out, model
 
 
@@ -129,8 +128,8 @@ def test_choose_rules():
 
 
 def test_budget_in_calls():
-    assert graph_budget("bester", Context()) == {"unit": "llm_calls", "limit": 21}
-    assert graph_budget("bester", Context(bester_loop="literal"))["limit"] == 11
-    assert graph_budget("bester", Context(bester_depth=3, bester_width=2))["limit"] == 13
+    assert graph_budget("bester", BesterContext()) == {"unit": "llm_calls", "limit": 21}
+    assert graph_budget("bester", BesterContext(bester_loop="literal"))["limit"] == 11
+    assert graph_budget("bester", BesterContext(bester_depth=3, bester_width=2))["limit"] == 13
     with pytest.raises(ValueError, match="bester_loop"):
-        graph_budget("bester", Context(bester_loop="forever"))
+        graph_budget("bester", BesterContext(bester_loop="forever"))

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from codeforest.context import Context
-from codeforest.graphs.codetree import build_graph
+from codeforest.graphs.codetree import CodeTreeContext, build_graph
 from tests.fakes import RespondingChatModel
 
 PROBLEM = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",
@@ -36,7 +35,7 @@ def code(body: str) -> str:
 
 
 def run(script: RoleScript, **settings):
-    context = Context(structured_output=False, **settings)
+    context = CodeTreeContext(structured_output=False, **settings)
     return build_graph(model=RespondingChatModel(respond=script)).invoke({"problem": PROBLEM}, context=context)
 
 

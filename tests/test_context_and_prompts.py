@@ -1,11 +1,16 @@
-"""Context env overrides and prompt loading/overriding."""
+"""Contexts (per method, validated, env overrides) and prompt loading/overriding."""
 
 from __future__ import annotations
+
+import typing
 
 import pytest
 
 from codeforest.context import Context
 from codeforest.prompts import PromptError, load_prompt
+from codeforest.registry import graph_module, graph_names
+
+CONTEXTS = {name: graph_module(name).CONTEXT for name in graph_names()}
 
 
 def test_env_overrides_defaults_but_not_explicit_values(monkeypatch):
@@ -19,8 +24,66 @@ def test_env_overrides_defaults_but_not_explicit_values(monkeypatch):
 
 def test_bad_env_value_names_the_variable(monkeypatch):
     monkeypatch.setenv("CODEFOREST_MAX_TOKENS", "lots")
-    with pytest.raises(ValueError, match="CODEFOREST_MAX_TOKENS='lots' is not a valid int"):
+    with pytest.raises(ValueError, match="CODEFOREST_MAX_TOKENS='lots' is not a valid max_tokens"):
         Context()
+
+
+def test_method_settings_come_from_the_environment_too(monkeypatch):
+    monkeypatch.setenv("CODEFOREST_RETHINK_RETHINK", "false")
+    monkeypatch.setenv("CODEFOREST_CODETREE_ORDER", "bfs")
+    assert CONTEXTS["rethink_mcts"]().rethink_rethink is False
+    assert CONTEXTS["codetree"]().codetree_order == "bfs"
+    monkeypatch.setenv("CODEFOREST_BESTER_LOOP", "forever")
+    with pytest.raises(ValueError, match="CODEFOREST_BESTER_LOOP='forever'.*'rounds' or 'literal'"):
+        CONTEXTS["bester"]()
+
+
+ENUM_FIELDS = [(graph, field, typing.get_args(info.annotation)) for graph, cls in CONTEXTS.items()
+               for field, info in cls.model_fields.items() if typing.get_origin(info.annotation) is typing.Literal]
+
+
+def test_every_enum_field_is_covered():
+    assert {f for _, f, _ in ENUM_FIELDS} >= {"sandbox", "codetree_order", "codetree_final", "bester_loop",
+                                              "bester_selection", "bester_final"}
+
+
+@pytest.mark.parametrize("graph, field, allowed", ENUM_FIELDS)
+def test_every_enum_field_rejects_a_bad_value_naming_the_field_and_its_values(graph, field, allowed):
+    with pytest.raises(ValueError) as raised:
+        CONTEXTS[graph](**{field: "no-such-value"})
+    message = str(raised.value)
+    assert field in message and all(repr(value) in message for value in allowed), message
+    assert getattr(CONTEXTS[graph](**{field: allowed[-1]}), field) == allowed[-1]
+
+
+@pytest.mark.parametrize("graph, field, bad", [
+    ("codetree", "codetree_max_programs", 0), ("codetree", "codetree_max_depth", 0), ("codetree", "codetree_width", -1),
+    ("rethink_mcts", "rethink_rollouts", 0), ("rethink_mcts", "rethink_gamma", 1.5),
+    ("rethink_mcts", "rethink_concurrency", 0), ("bester", "bester_width", 0), ("bester", "bester_depth", -1),
+    ("direct", "temperature", -0.1), ("direct", "max_tokens", 0), ("direct", "test_timeout", 0),
+])
+def test_budgets_and_ranges_are_checked(graph, field, bad):
+    with pytest.raises(ValueError, match=field):
+        CONTEXTS[graph](**{field: bad})
+
+
+def test_a_context_takes_the_fields_its_class_has_and_names_unknown_ones():
+    codetree = CONTEXTS["codetree"]
+    converted = codetree.of(CONTEXTS["rethink_mcts"](model="small", rethink_rollouts=3))
+    assert type(converted) is codetree and converted.model == "small"
+    assert "rethink_rollouts" not in codetree.model_fields
+    assert codetree.of({"codetree_max_programs": 4}).codetree_max_programs == 4
+    with pytest.raises(ValueError, match="Unknown setting.*codetree_max_program\\b"):
+        codetree.of({"codetree_max_program": 4})
+    with pytest.raises(ValueError, match="rethink_rollouts"):
+        codetree(rethink_rollouts=4)  # another method's setting is not this graph's
+
+
+def test_each_graph_shows_only_its_own_settings():
+    for graph, cls in CONTEXTS.items():
+        own = {f for f in cls.model_fields if f not in Context.model_fields}
+        prefix = {"direct": None, "codetree": "codetree_", "rethink_mcts": "rethink_", "bester": "bester_"}[graph]
+        assert all(prefix and f.startswith(prefix) for f in own), (graph, own)
 
 
 def test_packaged_prompt_renders_only_declared_inputs():

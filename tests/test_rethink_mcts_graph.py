@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from codeforest.context import Context
-from codeforest.graphs.rethink_mcts import best_program, build_graph
+from codeforest.graphs.rethink_mcts import RethinkContext, best_program, build_graph
 from tests.fakes import RespondingChatModel
 
 PROBLEM = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",
@@ -40,7 +39,7 @@ def code(body):
 
 
 def run(script, **settings):
-    context = Context(structured_output=False, rethink_width=2, **settings)
+    context = RethinkContext(structured_output=False, rethink_width=2, **settings)
     return build_graph(model=RespondingChatModel(respond=script)).invoke({"problem": PROBLEM}, context=context)
 
 
@@ -117,7 +116,7 @@ def test_new_children_evaluated_concurrently_each_count_as_a_rollout():
         return code("x + 1") if "Return x + 1." in text else code("x + 2")
 
     model = RespondingChatModel(respond=respond)
-    context = Context(structured_output=False, rethink_width=2, rethink_rollouts=3, rethink_concurrency=2,
+    context = RethinkContext(structured_output=False, rethink_width=2, rethink_rollouts=3, rethink_concurrency=2,
                       rethink_rethink=False, rethink_block_info=False)
     out = build_graph(model=model).invoke({"problem": PROBLEM}, context=context)
     nodes = out["nodes"]

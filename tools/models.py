@@ -234,9 +234,9 @@ _chat_models: dict[tuple, BaseChatModel] = {}
 
 def get_chat_model(context: Context, progress=None) -> BaseChatModel:
     """A ChatOpenAI for the context's model: its endpoint, or the embedded server (started on demand)."""
+    slots = context.slots_needed()  # concurrent branches need their slots
     key = (context.model, context.base_url, context.api_key_env, context.temperature, context.max_tokens,
-           context.request_timeout, context.n_ctx, context.server_slots, context.rethink_concurrency,
-           context.bester_concurrency, context.cache_path)
+           context.request_timeout, context.n_ctx, slots, context.cache_path)
     with _servers_lock:
         if key in _chat_models:
             return _chat_models[key]
@@ -250,8 +250,6 @@ def get_chat_model(context: Context, progress=None) -> BaseChatModel:
         if gguf is None:
             raise ModelError(f"Model {context.model!r} is not an embedded model or a .gguf file; "
                              "give its endpoint with --base-url (or CODEFOREST_BASE_URL)")
-        # concurrent branches need their slots
-        slots = max(context.server_slots, context.rethink_concurrency, context.bester_concurrency)
         server = embedded_server(gguf, context.n_ctx, slots, progress)
         base_url, name, api_key = server.base_url + "/v1", gguf.stem, "local"
     cache = response_cache(context.cache_path) if context.cache_path else None

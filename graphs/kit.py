@@ -1,0 +1,219 @@
+"""The tree kit every search graph is built from.
+
+One definition each of: the run's settings (``settings``), the chat model and prompts a node gives its
+agent, progress events (``emit``), creating a node (one id scheme), "this program passes the public
+tests" (one rule), running a node's program, choosing the final program, the common output, the start
+of a run (input validation and a clean tree on a reused thread) and the wiring helpers.
+
+Ids: the MCTS root is ``root`` (order 0); every other node is ``n<order>``, its creation order from 1.
+Public tests: a program passes only when the problem has public tests and it passes all of them. A
+problem without public tests is never reported as passing: ``public_pass_rate`` is ``None``, the
+program's status is ``unverified`` and so is the stop reason. How a method searches such a problem is
+its own rule (its paper or released code), decided in its graph file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import inspect
+import logging
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from contextvars import copy_context
+from functools import partial
+from typing import Any, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langgraph._internal._runnable import RunnableCallable
+from langgraph.config import get_config, get_stream_writer
+from langgraph.graph import StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
+
+from codeforest.context import Context
+from codeforest.graphs.state import Execution, NodeRecord, SearchInput, SearchOutput, SearchState
+from codeforest.problems import Problem, validate_problem
+from codeforest.prompts import Prompt, load_prompt
+from codeforest.tools.sandbox import run_public_tests
+from codeforest.tools.testing import ExecutionResult, feedback_text
+
+log = logging.getLogger("codeforest")
+C = TypeVar("C", bound=Context)
+ROOT = "root"
+STEP_LIMIT = "step_limit"  # the stop reason when the caller's recursion limit ends a search early
+UNVERIFIED = "unverified"
+# Sync nodes run here under ainvoke/astream: LangGraph would use the event loop's default executor,
+# min(32, cpus + 4) threads, which caps Send fan-out at 6 on a 2-core machine. ``max_concurrency`` in
+# the run's config still bounds it.
+_POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="codeforest-node")
+
+
+# --- settings, model, prompts, events -----------------------------------------------------------
+
+def settings(runtime: Runtime | None, cls: type[C]) -> C:
+    """The run's context as the graph's own class (from that class, a dict, another context or none)."""
+    return cls.of(getattr(runtime, "context", None))
+
+
+def chat_model(context: Context, override: BaseChatModel | None = None) -> BaseChatModel:
+    """The model an agent talks to: the graph's injected one (library use, tests) or the context's."""
+    if override is not None:
+        return override
+    from codeforest.tools.models import get_chat_model
+
+    return get_chat_model(context)
+
+
+def prompt(context: Context, name: str) -> Prompt:
+    """A role's prompt, from the context's prompts folder where it has that file."""
+    return load_prompt(name, context.prompts_dir or None)
+
+
+def emit(event: str, **data: Any) -> None:
+    """Send a progress event on the custom stream (ignored when nobody listens)."""
+    try:
+        writer = get_stream_writer()
+    except RuntimeError:  # called outside a graph run
+        return
+    writer({"event": event, **data})
+
+
+# --- nodes and programs ---------------------------------------------------------------------------
+
+def next_order(*tables: dict[str, NodeRecord]) -> int:
+    """The creation order of the next node over the given tables; 1 in an empty tree (the root is 0)."""
+    orders = [n.get("order", 0) for table in tables for n in table.values()]
+    return max(orders) + 1 if orders else 1
+
+
+def new_node(order: int, *, parent: NodeRecord | None, kind: str, announce: bool = True,
+             **fields: Any) -> NodeRecord:
+    """A new open node ``n<order>`` below ``parent`` (``order`` from ``next_order``, plus a branch's offset)."""
+    node: NodeRecord = {"id": f"n{order}", "parent": parent["id"] if parent else None,
+                        "depth": parent.get("depth", 0) + 1 if parent else 1, "kind": kind, "order": order,
+                        "status": "open", **fields}
+    if announce:
+        emit("node_created", node=node["id"], parent=node["parent"], depth=node["depth"],
+             text=node.get("text", ""), **({"prior": node["prior"]} if "prior" in node else {}))
+    return node
+
+
+def root_node() -> NodeRecord:
+    """The root of an MCTS tree: no program, no thought."""
+    return {"id": ROOT, "parent": None, "depth": 0, "kind": "root", "text": "", "visits": 0, "q": 0.0,
+            "status": "open", "order": 0}
+
+
+def passes_public(execution: Execution | ExecutionResult | None) -> bool:
+    """The one rule: there are public tests and the program passes every one of them."""
+    if isinstance(execution, ExecutionResult):
+        return execution.all_passed
+    execution = execution or {}
+    return execution.get("total", 0) > 0 and execution.get("passed", 0) == execution["total"]
+
+
+def public_pass_rate(execution: Execution | None) -> float | None:
+    """The share of public tests passed; ``None`` when there are none (the program is unverified)."""
+    execution = execution or {}
+    return execution["passed"] / execution["total"] if execution.get("total") else None
+
+
+def program_status(execution: Execution | ExecutionResult) -> str:
+    """``passed`` / ``failed`` on the public tests, or ``unverified`` when there are none."""
+    total = execution.total if isinstance(execution, ExecutionResult) else execution.get("total", 0)
+    return "unverified" if not total else "passed" if passes_public(execution) else "failed"
+
+
+def run_program(problem: Problem, code: str, context: Context, node_id: str,
+                feedback: Callable[[ExecutionResult], str] = feedback_text) -> tuple[ExecutionResult, dict]:
+    """Run a node's program on the public tests in the sandbox; the result and the node fields it sets."""
+    result = run_public_tests(problem, code, timeout=context.test_timeout, backend=context.sandbox)
+    emit("executed", node=node_id, passed=result.passed, total=result.total)
+    return result, {"code": code, "execution": result.summary(), "feedback": feedback(result),
+                    "status": program_status(result)}
+
+
+def best(candidates: Iterable[dict], key: Callable[[dict], Any]) -> dict | None:
+    """The candidate with the highest ``key``; ties go to the earliest (list order)."""
+    chosen = None
+    for candidate in candidates:
+        if chosen is None or key(candidate) > key(chosen):
+            chosen = candidate
+    return chosen
+
+
+def finish(problem: Problem, node_id: str | None, code: str, execution: Execution | None, reason: str) -> dict:
+    """The common output for the chosen program; a problem without public tests ends ``unverified``."""
+    unverified = not problem.get("public_tests")
+    emit("finished", node=node_id, stop_reason=UNVERIFIED if unverified else reason)
+    return {"final_code": code or "", "final_node": node_id, "stop_reason": UNVERIFIED if unverified else reason,
+            "public_pass_rate": public_pass_rate(execution)}
+
+
+def finish_node(state: SearchState, node_id: str | None, reason: str) -> dict:
+    """The common output for a node of the tree (``None``: no program)."""
+    node = state.get("nodes", {}).get(node_id or "", {})
+    return finish(state["problem"], node_id, node.get("code", ""), node.get("execution"), reason)
+
+
+# --- the run ----------------------------------------------------------------------------------------
+
+def steps_left(state: dict) -> int:
+    """Nodes that can still run after the current one before the caller's recursion limit."""
+    return state.get("remaining_steps", 10**9) - 1
+
+
+def starter(fresh: dict, needed: Callable[[Any], int], context_cls: type[C]) -> Callable:
+    """The first node of a graph: validate the problem and start from a clean tree and cost.
+
+    ``fresh`` gives every method-specific state field its initial value (``Overwrite`` for a field with a
+    reducer), so a run on a reused
+    checkpointer thread never sees the previous run's search. ``needed(context)`` is the recursion
+    limit the budget needs; a lower one is respected (the search ends early with ``step_limit``).
+    """
+
+    def start(state: SearchState, runtime: Runtime) -> dict:
+        """Check the problem and the recursion limit; reset the tree, the cost and the outcome."""
+        validate_problem(state.get("problem"))
+        context = settings(runtime, context_cls)
+        limit = get_config().get("recursion_limit")
+        if limit is not None and limit < needed(context):
+            message = (f"recursion_limit={limit} is below the {needed(context)} steps this budget needs: the "
+                       f"search will stop early with stop_reason '{STEP_LIMIT}'")
+            log.warning(message)
+            emit("warning", message=message)
+        return {"nodes": Overwrite({}), "cost": Overwrite({}), "final_code": "", "final_node": None,
+                "stop_reason": "", "public_pass_rate": None, **copy.deepcopy(fresh)}
+
+    return start
+
+
+def builder(state: type, context: type[Context]) -> StateGraph:
+    """A StateGraph with the common input and output and the method's own state and context."""
+    return StateGraph(state, context_schema=context, input_schema=SearchInput, output_schema=SearchOutput)
+
+
+def add_nodes(graph: StateGraph, nodes: dict[str, Callable], model: BaseChatModel | None = None) -> None:
+    """Add node functions by name; ``model`` goes to every function that takes a ``model`` argument.
+
+    Each node also gets an async form that runs it in the kit's thread pool, so ``ainvoke``/``astream``
+    never block the event loop and fan out as wide as ``max_concurrency`` allows.
+    """
+    for name, fn in nodes.items():
+        if "model" in inspect.signature(fn).parameters:
+            fn = partial(fn, model=model)
+        graph.add_node(name, RunnableCallable(fn, _offloaded(fn), name=name, trace=False))
+
+
+def _offloaded(fn: Callable) -> Callable:
+    async def node(state, **injected):  # LangGraph injects what ``fn`` declares (runtime ...)
+        call = partial(copy_context().run, fn, state, **injected)
+        return await asyncio.get_running_loop().run_in_executor(_POOL, call)
+
+    return node
+
+
+def recursion_limit(nodes: int) -> int:
+    """The recursion limit that lets ``nodes`` nodes run one after another (LangGraph counts the input)."""
+    return nodes + 1
