@@ -19,12 +19,15 @@ def solve(problem: Problem, graph: str = "direct", *, context: object = None,
 
     ``context`` is any context (or dict): the graph takes the fields its own class has. ``on_event``
     receives the graph's progress events (node created, executed, verdicts ...). The recursion limit
-    is derived from the budget. With a checkpointer, the run is stored on ``thread_id`` (default: the
-    problem id); a new run on a used thread starts from a clean tree and cost.
+    is derived from the budget, and parallel branches get as many threads as the context asks for
+    (``rethink_concurrency``, ``bester_concurrency``). With a checkpointer, the run is stored on
+    ``thread_id`` (default: the problem id); a new run on a used thread starts from a clean tree and cost.
     """
     context = context_for(graph, context)
     compiled = build_graph(graph, checkpointer=checkpointer, model=model)
     config: dict = {"recursion_limit": recursion_limit(graph, context)}
+    if context.slots_needed() > 1:  # LangGraph's sync executor runs min(32, cpus + 4) branches unless told
+        config["max_concurrency"] = context.slots_needed()
     if checkpointer is not None:
         config["configurable"] = {"thread_id": thread_id or problem["id"]}
     started = time.monotonic()

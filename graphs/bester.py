@@ -77,6 +77,7 @@ class BesterState(SearchState, total=False):
     stop: str | None  # set when the caller's recursion limit leaves no room for another round
 
 
+STATE = BesterState
 FRESH = {"round": 0, "selected": None, "best": None, "stop": None}
 
 
@@ -231,7 +232,7 @@ def next_work(state: BesterState, runtime: Runtime[BesterContext]):
 
 def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
     """The uncompiled BESTER graph; ``model`` replaces the context's model."""
-    builder = kit.builder(BesterState, CONTEXT)
+    builder = kit.builder(STATE, CONTEXT)
     kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT), "initial": initial,
                             "select": select, "plan": plan, "dispatch": dispatch, "reflect_one": reflect_one,
                             "repair_one": repair_one, "finalize": finalize}, model)

@@ -66,6 +66,7 @@ class CodeTreeState(SearchState, total=False):
     stop: str | None
 
 
+STATE = CodeTreeState
 FRESH = {"frontier": [], "current": None, "decision": None, "accepted": None, "last_failing": None, "stop": None}
 
 
@@ -279,7 +280,7 @@ def after_critique(state: CodeTreeState, runtime: Runtime[CodeTreeContext]) -> s
 
 def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
     """The uncompiled CodeTree graph; ``model`` replaces the context's model."""
-    builder = kit.builder(CodeTreeState, CONTEXT)
+    builder = kit.builder(STATE, CONTEXT)
     kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT), "think": think, "pick": pick,
                             "generate": generate, "execute": execute, "critique": critique, "reflect": reflect,
                             "finalize": finalize}, model)

@@ -16,6 +16,7 @@ from codeforest.graphs.state import SearchState
 
 BUDGET_UNIT = "programs"
 CONTEXT = Context  # the baseline has no settings of its own
+STATE = SearchState
 FRESH: dict = {}  # no state beyond the common one
 
 
@@ -54,7 +55,7 @@ def finalize(state: SearchState) -> dict:
 
 def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
     """The uncompiled direct graph; ``model`` replaces the context's model."""
-    builder = kit.builder(SearchState, CONTEXT)
+    builder = kit.builder(STATE, CONTEXT)
     kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT), "solve": solve,
                             "evaluate": evaluate, "finalize": finalize}, model)
     builder.add_edge(START, "start")

@@ -25,6 +25,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import Runnable
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.config import get_config, get_stream_writer
 from langgraph.graph import StateGraph
@@ -187,6 +188,17 @@ def starter(fresh: dict, needed: Callable[[Any], int], context_cls: type[C]) -> 
                 "stop_reason": "", "public_pass_rate": None, **copy.deepcopy(fresh)}
 
     return start
+
+
+def run_inner(graph: Runnable, graph_input: dict, config: dict | None = None, **kwargs: Any) -> dict:
+    """Run a graph inside a node: its final state, with its progress events passed on to the caller's stream."""
+    final: dict = {}
+    for mode, chunk in graph.stream(graph_input, config, stream_mode=["custom", "values"], **kwargs):
+        if mode == "custom":
+            emit(**chunk)
+        else:
+            final = chunk
+    return final
 
 
 def builder(state: type, context: type[Context]) -> StateGraph:

@@ -100,6 +100,7 @@ class RolloutState(TypedDict, total=False):
     programs: Annotated[list[dict], operator.add]
 
 
+STATE = RethinkState
 FRESH = {"path": [], "rollouts": 0, "programs": Overwrite([]), "batch": Overwrite([]), "stop": None}
 
 
@@ -255,12 +256,7 @@ def rollout_node(rollout_graph: CompiledStateGraph) -> Callable:
         context = kit.settings(runtime, CONTEXT)
         start = {k: state[k] for k in ("problem", "nodes", "path")} | {"id_offset": state.get("id_offset", 0)}
         limit = kit.recursion_limit(2 * context.rethink_max_rethinks + 2)
-        final: dict = {}
-        for mode, chunk in rollout_graph.stream(start, {"recursion_limit": limit}, stream_mode=["custom", "values"]):
-            if mode == "custom":
-                kit.emit(**chunk)  # the subgraph's progress events reach the caller's stream
-            else:
-                final = chunk
+        final = kit.run_inner(rollout_graph, start, {"recursion_limit": limit})
         leaf = state["path"][-1]
         changed = {i: r for i, r in final["nodes"].items() if state["nodes"].get(i) != r}
         return {"nodes": changed, "cost": final.get("cost", {}), "programs": final.get("programs", []),
@@ -316,7 +312,7 @@ def after_backpropagate(state: RethinkState, runtime: Runtime[RethinkContext]):
 
 def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
     """The uncompiled RethinkMCTS graph; ``model`` replaces the context's model."""
-    builder = kit.builder(RethinkState, CONTEXT)
+    builder = kit.builder(STATE, CONTEXT)
     kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT), "expand_root": expand_root,
                             "select": select, "rollout": rollout_node(rollout_builder(model).compile()),
                             "backpropagate": backpropagate, "finalize": finalize}, model)

@@ -13,7 +13,8 @@ from pydantic import Field
 class ScriptedChatModel(BaseChatModel):
     """Replies from a script, in order; records every prompt it was given.
 
-    A script item is a string, or a function of the messages returning a string.
+    A script item is a string or an AIMessage (e.g. with tool calls), or a function of the messages
+    returning one.
     """
 
     script: list = Field(default_factory=list)
@@ -34,10 +35,16 @@ class ScriptedChatModel(BaseChatModel):
         if not self.script:
             raise AssertionError(f"the script ran out after {len(self.calls) - 1} calls")
         item = self.script.pop(0)
-        text = item(messages) if callable(item) else item
+        reply = item(messages) if callable(item) else item
         usage = {"input_tokens": self.prompt_tokens, "output_tokens": self.completion_tokens,
                  "total_tokens": self.prompt_tokens + self.completion_tokens}
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(text, usage_metadata=usage))])
+        if isinstance(reply, AIMessage):
+            return ChatResult(generations=[ChatGeneration(message=reply.model_copy(update={"usage_metadata": usage}))])
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(reply, usage_metadata=usage))])
+
+    def bind_tools(self, tools, **kwargs):
+        """The script already knows which tools it calls."""
+        return self
 
     def texts(self) -> Iterable[str]:
         """Every message text the model has seen."""
