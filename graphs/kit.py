@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
-from langgraph._internal._runnable import RunnableCallable
+from langgraph._internal._runnable import RunnableCallable  # LangGraph's node wrapper (langgraph-prebuilt uses it)
 from langgraph.config import get_config, get_stream_writer
 from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime
@@ -53,8 +53,15 @@ _POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="codeforest-node")
 # --- settings, model, prompts, events -----------------------------------------------------------
 
 def settings(runtime: Runtime | None, cls: type[C]) -> C:
-    """The run's context as the graph's own class (from that class, a dict, another context or none)."""
-    return cls.of(getattr(runtime, "context", None))
+    """The run's context as the graph's own class (from that class, a dict, another context or none).
+
+    A graph given its context directly gets it checked by LangGraph (unknown keys fail); inside a parent
+    graph it may see the parent's context, whose other keys are not its business.
+    """
+    raw = getattr(runtime, "context", None)
+    if isinstance(raw, dict):
+        raw = {k: v for k, v in raw.items() if k in cls.model_fields}
+    return cls.of(raw)
 
 
 def chat_model(context: Context, override: BaseChatModel | None = None) -> BaseChatModel:

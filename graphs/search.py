@@ -96,20 +96,3 @@ def backpropagate(nodes: Mapping[str, NodeRecord], leaf: str, reward: float,
         updates[node_id] = {"visits": visits + 1, "q": q}
         value *= gamma
     return updates
-
-
-def best_program(nodes: Mapping[str, NodeRecord], key: str = "reward") -> str | None:
-    """The node with the highest ``key`` among nodes with code; ties go to the earliest."""
-    coded = [n for n in nodes.values() if n.get("code") and key in n]
-    if not coded:
-        return None
-    best = coded[0]
-    for node in sorted(coded, key=lambda n: n.get("order", 0)):
-        if node[key] > best[key] or (node[key] == best[key] and node.get("order", 0) < best.get("order", 0)):
-            best = node
-    return best["id"]
-
-
-def budget_left(spent: Mapping[str, int], unit: str, limit: int) -> bool:
-    """True while the cost counter of the budget's unit is below its limit."""
-    return spent.get(unit, 0) < limit

@@ -64,6 +64,18 @@ def test_assistants_list_every_registered_graph(server):
     assert registered == graphs and "direct" in graphs
 
 
+def test_studio_gets_each_graphs_input_form_and_only_its_own_settings(server):
+    client = get_sync_client(url=server)
+    for assistant in client.assistants.search():
+        schemas = client.assistants.get_schemas(assistant["assistant_id"])
+        assert schemas["input_schema"]["required"] == ["problem"], assistant["graph_id"]
+        assert "final_code" in schemas["output_schema"]["properties"]
+        settings = set(schemas["context_schema"]["properties"])
+        own = {"direct": (), "codetree": ("codetree_",), "rethink_mcts": ("rethink_",), "bester": ("bester_",)}
+        others = [p for g, p in own.items() if g != assistant["graph_id"]]
+        assert "model" in settings and not any(f.startswith(p) for f in settings for ps in others for p in ps)
+
+
 def test_run_direct_on_a_problem_with_the_real_model(server):
     client = get_sync_client(url=server)
     problem = {"id": "T/inc", "prompt": 'def increment(x: int) -> int:\n    """Return x plus one."""\n',

@@ -8,9 +8,7 @@ import pytest
 
 from codeforest.graphs.search import (
     backpropagate,
-    best_program,
     beta,
-    budget_left,
     children,
     p_ucb,
     select_child,
@@ -70,11 +68,3 @@ def test_backpropagation_discount_option():
     updates = backpropagate(tree(), "a1", 1.0, gamma=0.9)
     assert updates["a1"]["q"] == 1.0 and updates["a"]["q"] == pytest.approx(0.9)
     assert updates["r"]["q"] == pytest.approx(0.81)
-
-
-def test_best_program_and_budget():
-    nodes = {"x": {"id": "x", "order": 0, "code": "a", "reward": 0.8}, "y": {"id": "y", "order": 1, "code": "b",
-             "reward": 0.9}, "z": {"id": "z", "order": 2, "code": "c", "reward": 0.9}, "t": {"id": "t", "order": 3}}
-    assert best_program(nodes) == "y"
-    assert best_program({}) is None
-    assert budget_left({"llm_calls": 20}, "llm_calls", 21) and not budget_left({"llm_calls": 21}, "llm_calls", 21)
