@@ -17,7 +17,8 @@ def solve(problem: Problem, graph: str = "direct", *, context: object = None,
           checkpointer=None, thread_id: str | None = None) -> dict:
     """Run one graph on one problem; return the common output plus ``cost.wall_s``.
 
-    ``context`` is any context (or dict): the graph takes the fields its own class has. ``on_event``
+    ``context`` is any context (the graph takes the fields its own class has) or a dict of the graph's
+    settings (an unknown name is an error). ``on_event``
     receives the graph's progress events (node created, executed, verdicts ...). The recursion limit
     is derived from the budget, and parallel branches get as many threads as the context asks for
     (``rethink_concurrency``, ``bester_concurrency``). With a checkpointer, the run is stored on

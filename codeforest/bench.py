@@ -27,6 +27,7 @@ from codeforest.context import Context, non_default_settings
 from codeforest.problems import Task
 from codeforest.registry import context_for, graph_budget
 from codeforest.scoring import score_private
+from codeforest.tools.sandbox import isolation
 
 RESULTS = "results.jsonl"
 COST_FIELDS = ("llm_calls", "prompt_tokens", "completion_tokens", "programs", "sandbox_runs", "parse_failures",
@@ -155,7 +156,8 @@ class Bench:
                   "budget": graph_budget(graph, context), "settings": result_settings(context),
                   "final_code": "", "stop_reason": None,
                   "public_pass_rate": 0.0, "private_passed": False, "private_pass_rate": 0.0,
-                  "private_tests": len(task.private_tests) if task.private_tests else 0, "error": None}
+                  "private_tests": len(task.private_tests) if task.private_tests else 0, "error": None,
+                  "isolation": isolation(context.sandbox)}
         started = time.monotonic()
         nodes = {}
         try:

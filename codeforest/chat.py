@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import re
+import textwrap
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
@@ -33,21 +34,24 @@ TOOL_ARGUMENT = ("A Python function signature with its docstring (what the funct
 def problem_from_text(text: str, problem_id: str | None = None) -> Problem:
     """A function-style problem from a message: the signature and docstring as the prompt, asserts as tests.
 
-    Raises ValueError when the text holds no Python function definition.
+    The function comes from the code block that defines it, or from the message's lines starting at the
+    first ``def`` (or import) for as long as they are Python; ``assert`` lines anywhere in the message
+    become the public tests. Raises ValueError when there is no top-level function to write.
     """
-    blocks = _CODE_BLOCK.findall(text)
-    code = next((b for b in blocks if re.search(r"^\s*def\s+\w+\s*\(", b, re.M)), None)
-    if code is None:
-        match = re.search(r"^(?:from|import|def)\b", text, re.M)
-        code = text[match.start():] if match else ""
+    text = text.replace("\r\n", "\n")
+    blocks = [textwrap.dedent(b) for b in _CODE_BLOCK.findall(text)]
+    code = next((b for b in blocks if _DEF.search(b)), None) or _code_in_prose(text)
     tree = _parse(code)
     functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)] if tree else []
     if not functions:
+        if tree and any(isinstance(n, (ast.AsyncFunctionDef, ast.ClassDef)) for n in tree.body):
+            raise ValueError("the problem must be a top-level (not async, not a method) Python function")
         raise ValueError("no Python function signature found: give a `def name(...):` line with its docstring")
     lines = code.splitlines()
     asserts = [n for n in tree.body if isinstance(n, ast.Assert)]
     tests = ["\n".join(lines[a.lineno - 1:a.end_lineno]).strip() for a in asserts]
-    called = {call.func.id for a in asserts for call in ast.walk(a)
+    tests += [t for t in _asserts_elsewhere(text, blocks, code) if t not in tests]
+    called = {call.func.id for t in tests for call in ast.walk(ast.parse(t))
               if isinstance(call, ast.Call) and isinstance(call.func, ast.Name)}
     entry = next((f for f in reversed(functions) if f.name in called), functions[-1])
     dropped = {i for a in asserts for i in range(a.lineno - 1, a.end_lineno)}
@@ -57,6 +61,35 @@ def problem_from_text(text: str, problem_id: str | None = None) -> Problem:
     digest = hashlib.sha256(prompt.encode()).hexdigest()[:8]
     return Problem(id=problem_id or f"chat/{entry.name}-{digest}", prompt=prompt, kind="function",
                    entry_point=entry.name, public_tests=tests)
+
+
+_DEF = re.compile(r"^\s*(?:async\s+)?def\s+\w+\s*\(|^\s*class\s+\w+", re.M)
+_START = re.compile(r"^[ \t]*(?:from\s+[\w.]+\s+import\s|import\s+\w|def\s+\w+\s*\(|async\s+def\s|class\s+\w)", re.M)
+
+
+def _code_in_prose(text: str) -> str:
+    """The longest run of lines that parses as Python, from the first import or ``def`` on."""
+    match = _START.search(text)
+    if not match:
+        return ""
+    lines = textwrap.dedent(text[match.start():]).splitlines()
+    for end in range(len(lines), 0, -1):
+        candidate = "\n".join(lines[:end])
+        if _parse(candidate) is not None and _DEF.search(candidate):
+            return candidate
+    return ""
+
+
+def _asserts_elsewhere(text: str, blocks: list[str], code: str) -> list[str]:
+    """Assert lines outside the function's code: in other blocks or in the prose."""
+    sources = [b for b in blocks if b != code] or [_CODE_BLOCK.sub("", text)]
+    found = []
+    for source in sources:
+        for line in source.splitlines():
+            line = line.strip()
+            if line.startswith("assert ") and _parse(line) is not None and line not in code:
+                found.append(line)
+    return found
 
 
 def _parse(code: str) -> ast.Module | None:

@@ -61,10 +61,10 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--dataset", required=True, help="a dataset name or a .jsonl path")
     pick = bench.add_mutually_exclusive_group()
     pick.add_argument("--problems", help="comma-separated problem ids")
-    pick.add_argument("--limit", type=int, help="the first N problems")
-    pick.add_argument("--sample", type=int, help="N problems drawn at random (with --seed)")
+    pick.add_argument("--limit", type=_positive_int, help="the first N problems")
+    pick.add_argument("--sample", type=_positive_int, help="N problems drawn at random (with --seed)")
     bench.add_argument("--seed", type=int, default=0)
-    bench.add_argument("--concurrency", type=int, default=1, help="problems solved at once")
+    bench.add_argument("--concurrency", type=_positive_int, default=1, help="problems solved at once")
     bench.add_argument("--out", help="results folder (default: runs/<dataset>-<model>)")
     bench.add_argument("--cache", nargs="?", const="", metavar="PATH",
                        help="cache model responses in an SQLite file (default: <out>/responses.sqlite)")
@@ -102,6 +102,17 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--verbose", action="store_true", help="show llama.cpp's log")
     serve.set_defaults(func=cmd_serve)
     return parser
+
+
+def _positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def _add_context_args(p: argparse.ArgumentParser) -> None:
@@ -308,7 +319,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from codeforest.problems import public_suite
-    from codeforest.tools.sandbox import run
+    from codeforest.tools.sandbox import isolation, run
 
     code = Path(args.program).read_text(encoding="utf-8")
     task = _task_from_args(args)
@@ -317,7 +328,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         if task.private_tests is None:
             raise DatasetError(f"{task.id} has no private tests")
         suites["private"] = task.private_tests
-    report = {"problem_id": task.id, "passed": 0, "total": 0, "outcomes": []}
+    report = {"problem_id": task.id, "isolation": isolation(args.backend), "passed": 0, "total": 0, "outcomes": []}
     for name, suite in suites.items():
         result = run(code, suite, timeout=args.timeout, backend=args.backend)
         report["passed"] += result.passed

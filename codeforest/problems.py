@@ -108,7 +108,9 @@ def find_data_dir(explicit: str | os.PathLike | None = None) -> Path | None:
 def load_dataset(name: str, data_dir: str | os.PathLike | None = None) -> list[Task]:
     """Load a benchmark by name (file name without extension) or a path to a user's JSONL/JSON file."""
     path = Path(name).expanduser()
-    if path.suffix in (".jsonl", ".json") and path.is_file():
+    if path.suffix in (".jsonl", ".json"):
+        if not path.is_file():
+            raise DatasetError(f"Problem file {path} does not exist")
         return _load_file(path)
     stem = ALIASES.get(name, name)
     if stem not in FUNCTION_FILES + STDIO_FILES:
@@ -137,24 +139,30 @@ def load_problem(dataset: str, problem_id: str, data_dir: str | os.PathLike | No
 
 
 def _load_file(path: Path) -> list[Task]:
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise DatasetError(f"{path}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x}); save the file as UTF-8") \
+            from None
     if path.suffix == ".json":
         try:
-            records = json.loads(path.read_text(encoding="utf-8"))
+            records = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise DatasetError(f"{path}: line {exc.lineno}: invalid JSON ({exc.msg})") from exc
+            raise DatasetError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from exc
         if not isinstance(records, list):
             raise DatasetError(f"{path}: expected a JSON list of problems")
         return [_parse_record(rec, path, i + 1) for i, rec in enumerate(records)]
     tasks = []
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
-            tasks.append(_parse_record(record, path, lineno))
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
+        tasks.append(_parse_record(record, path, lineno))
     return tasks
 
 
@@ -172,6 +180,10 @@ def _parse_record(rec: dict, path: Path, lineno: int) -> Task:
 
 def _function_task(rec: dict, source: str) -> Task:
     entry = rec["entry_point"]
+    if not isinstance(entry, str) or not entry.strip():
+        raise TypeError("'entry_point' (must name the function the tests call, not be null or empty)")
+    if not isinstance(rec["prompt"], str):
+        raise TypeError("'prompt' (must be text)")
     given = rec["given_tests"]
     if not isinstance(given, list) or not all(isinstance(t, str) for t in given):
         raise TypeError("'given_tests' (must be a list of strings)")

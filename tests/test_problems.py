@@ -105,3 +105,41 @@ def test_docstring_examples_become_asserts():
 def test_function_files_list_is_complete(data_dir):
     names = {p.stem for p in data_dir.iterdir() if p.suffix == ".jsonl"}
     assert names == set(FUNCTION_FILES)
+
+
+@pytest.mark.parametrize("file, ids, kind", [("functions.jsonl", ["Mini/1", "Mini/2", "Mini/3"], "function"),
+                                             ("stdio.json", ["APPS/1", "APPS/2"], "stdio"),
+                                             ("user.jsonl", ["Mine/1", "Mine/2"], "function")])
+def test_every_loader_shape_on_the_projects_own_files(file, ids, kind, fixtures):
+    tasks = load_dataset(str(fixtures / file))
+    assert [t.id for t in tasks] == ids and {t.problem["kind"] for t in tasks} == {kind}
+    for task in tasks:
+        assert set(task.problem) == {"id", "prompt", "kind", "entry_point", "public_tests"}
+        assert len(public_suite(task.problem)) == len(task.problem["public_tests"])
+        if task.private_tests is not None:
+            assert json.dumps(task.private_tests.tests[-1]) not in json.dumps(task.problem)
+    if file == "functions.jsonl":
+        assert tasks[1].problem["public_tests"] == ["assert running_max([1, 3, 2]) == [1, 3, 3]"]  # placeholder gone
+    assert load_problem(str(fixtures / file), ids[-1].split("/")[-1]).id == ids[-1]
+
+
+def test_bad_problem_files_name_the_file_line_and_field(tmp_path):
+    good = {"task_id": "X/1", "prompt": "def f():\n", "entry_point": "f", "given_tests": []}
+    cases = {
+        "null_entry.jsonl": (json.dumps(good) + "\n" + json.dumps({**good, "entry_point": None}) + "\n",
+                             r"null_entry.jsonl:2: .*'entry_point'"),
+        "no_entry.jsonl": (json.dumps({k: v for k, v in good.items() if k != "entry_point"}) + "\n",
+                           r"no_entry.jsonl:1: missing or malformed field 'entry_point'"),
+        "latin1.jsonl": (json.dumps(good) + "\n", r"latin1.jsonl:2: not UTF-8 text \(byte 0xe9\)"),
+        "broken.json": ("[\n" + json.dumps(good) + ",\n{oops}\n]", r"broken.json:3: invalid JSON"),
+    }
+    for name, (text, message) in cases.items():
+        path = tmp_path / name
+        data = text.encode()
+        if name == "latin1.jsonl":
+            data += '{"task_id": "X/2", "prompt": "caf\u00e9"}\n'.encode("latin-1")
+        path.write_bytes(data)
+        with pytest.raises(DatasetError, match=message):
+            load_dataset(str(path))
+    with pytest.raises(DatasetError, match="missing.jsonl does not exist"):
+        load_dataset(str(tmp_path / "missing.jsonl"))

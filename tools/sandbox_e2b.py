@@ -41,6 +41,8 @@ class SandboxServiceError(RuntimeError):
 class E2BSandbox(ChildSandbox):
     """Runs programs in an E2B Code Interpreter sandbox (``pip install 'codeforest[e2b]'``, ``E2B_API_KEY``)."""
 
+    isolation = "e2b"
+
     def __init__(self, limits: Limits | None = None, api_key: str | None = None, template: str | None = None,
                  sandbox_timeout: int = 600):
         self.limits = limits or Limits()
