@@ -7,7 +7,13 @@ asks, parses the answer (the papers' fallbacks when it cannot) and returns one `
 from __future__ import annotations
 
 import ast
+import contextlib
+import json
+import random
 import re
+import time
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -15,8 +21,63 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from codeforest.problems import Problem
+from codeforest.tools.models import describe_model_failure, is_model_failure
 
 T = TypeVar("T")
+_SPENT: ContextVar[list[dict] | None] = ContextVar("codeforest_spent", default=None)
+
+
+class ModelFault(RuntimeError):
+    """A model call that failed after its retries; ``spent`` is the cost of the calls made before it."""
+
+    def __init__(self, message: str, spent: dict):
+        super().__init__(message)
+        self.spent = spent
+
+
+@contextlib.contextmanager
+def counting_calls() -> Iterator[list[dict]]:
+    """Record the cost of every model call made inside (so a failure does not lose what was spent)."""
+    ledger: list[dict] = []
+    token = _SPENT.set(ledger)
+    try:
+        yield ledger
+    finally:
+        _SPENT.reset(token)
+
+
+def _invoke(runnable, msgs: list[BaseMessage], model: BaseChatModel):
+    """One model call. The client retries 5xx, 429, time-outs and dropped connections itself (with
+    backoff and jitter); a body that is not JSON gets as many retries here. A call that still fails
+    raises ``ModelFault``."""
+    attempts = 1 + int(getattr(model, "max_retries", 0) or 0)
+    for attempt in range(attempts):
+        try:
+            return runnable.invoke(msgs)
+        except json.JSONDecodeError as exc:
+            if attempt + 1 < attempts:
+                time.sleep(min(8.0, 0.5 * 2 ** attempt) * random.uniform(0.5, 1.0))
+                continue
+            raise ModelFault(describe_model_failure(exc, model, attempts), _spent()) from exc
+        except Exception as exc:
+            if is_model_failure(exc):
+                raise ModelFault(describe_model_failure(exc, model, attempts), _spent()) from exc
+            raise
+
+
+def _spent() -> dict:
+    total: dict = {}
+    for cost in _SPENT.get() or []:
+        for key, value in cost.items():
+            total[key] = total.get(key, 0) + value
+    return total
+
+
+def _record(cost: dict) -> dict:
+    ledger = _SPENT.get()
+    if ledger is not None:
+        ledger.append(cost)
+    return cost
 
 
 @dataclass
@@ -44,9 +105,9 @@ def messages(system: str, user: str) -> list[BaseMessage]:
 
 
 def call_model(model: BaseChatModel, msgs: list[BaseMessage]) -> tuple[str, dict]:
-    """Invoke the model once; return its text and the cost of the call."""
-    reply = model.invoke(msgs)
-    return reply_text(reply), usage_cost(reply)
+    """Invoke the model once; return its text and the cost of the call (``ModelFault`` when it fails)."""
+    reply = _invoke(model, msgs, model)
+    return reply_text(reply), _record(usage_cost(reply))
 
 
 def reply_text(reply: BaseMessage) -> str:
@@ -80,10 +141,10 @@ def structured_call(model: BaseChatModel, msgs: list[BaseMessage], schema: dict,
         except (NotImplementedError, ValueError, TypeError):
             runnable = None
         if runnable is not None:
-            out = runnable.invoke(msgs)
+            out = _invoke(runnable, msgs, model)
             raw = out["raw"]
             parsed = out.get("parsed")
-            return (parsed if isinstance(parsed, dict) else None), reply_text(raw), usage_cost(raw)
+            return (parsed if isinstance(parsed, dict) else None), reply_text(raw), _record(usage_cost(raw))
     text, cost = call_model(model, msgs)
     return None, text, cost
 

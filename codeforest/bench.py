@@ -8,8 +8,11 @@ synced), so a killed run loses only the problems in flight, and rerunning skips 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import json
+import logging
 import os
 import random
 import re
@@ -27,15 +30,19 @@ from codeforest.context import Context, non_default_settings
 from codeforest.problems import Task
 from codeforest.registry import context_for, graph_budget
 from codeforest.scoring import score_private
+from codeforest.tools.models import redact
 from codeforest.tools.sandbox import isolation
 
+log = logging.getLogger("codeforest.bench")
+
 RESULTS = "results.jsonl"
+LOCK = ".lock"
 COST_FIELDS = ("llm_calls", "prompt_tokens", "completion_tokens", "programs", "sandbox_runs", "parse_failures",
                "cached_calls", "wall_s")
 # Context fields that change how a run is carried out, not what it computes (the model is recorded on its
 # own; an endpoint URL may carry credentials, so it is never written).
-OPERATIONAL_FIELDS = frozenset({"model", "base_url", "api_key_env", "request_timeout", "server_slots", "cache_path",
-                                "sandbox", "bester_concurrency"})
+OPERATIONAL_FIELDS = frozenset({"model", "base_url", "api_key_env", "request_timeout", "retries", "server_slots",
+                                "cache_path", "sandbox", "bester_concurrency"})
 
 
 def result_settings(context: Context) -> dict:
@@ -65,18 +72,62 @@ def select_tasks(tasks: list[Task], *, problems: list[str] | None = None, limit:
     return tasks[:limit] if limit is not None else list(tasks)
 
 
+RECORD_KEYS = ("problem_id", "graph")
+
+
 def read_results(out_dir: str | Path) -> list[dict]:
-    """Every complete record in a results folder (a line cut short by a kill is skipped)."""
+    """Every complete record in a results folder.
+
+    A line cut short by a kill is skipped silently; any other line that is not a record (``{}``, ``null``,
+    text) is skipped with a warning naming it.
+    """
     path = Path(out_dir) / RESULTS
     if not path.is_file():
         return []
     records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
             continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            if lineno < len(lines):  # the last line may be cut short by a kill: not worth a warning
+                log.warning("%s:%d: not JSON, skipped", path, lineno)
+            continue
+        if not isinstance(record, dict) or not all(isinstance(record.get(k), str) for k in RECORD_KEYS):
+            log.warning("%s:%d: not a result record (needs %s), skipped", path, lineno, " and ".join(RECORD_KEYS))
+            continue
+        records.append(record)
     return records
+
+
+class FolderBusy(RuntimeError):
+    """Another process holds a results folder."""
+
+
+@contextlib.contextmanager
+def locked(out_dir: Path):
+    """An exclusive lock on a results folder for one bench process; a second one stops with the holder's pid."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / LOCK
+    with open(path, "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            holder = lock.read().strip() or "unknown"
+            raise FolderBusy(f"{out_dir} is in use by another codeforest bench (pid {holder}); wait for it to "
+                             "finish or stop it, or choose another --out") from None
+        lock.seek(0)
+        lock.truncate()
+        lock.write(f"{os.getpid()}\n")
+        lock.flush()
+        try:
+            yield
+        finally:
+            lock.seek(0)
+            lock.truncate()
 
 
 def _safe_name(text: str) -> str:
@@ -127,8 +178,14 @@ class Bench:
         return [(g, t) for g in self.graphs for t in self.tasks if (g, t.id) not in done]
 
     def run(self, on_progress: Callable[[Progress, dict | None], None] | None = None) -> Progress:
-        """Run every pending pair, ``concurrency`` at a time; append each record as it finishes."""
-        self.out.mkdir(parents=True, exist_ok=True)
+        """Run every pending pair, ``concurrency`` at a time; append each record as it finishes.
+
+        The folder is locked for the run: a second bench on it stops at once (``FolderBusy``).
+        """
+        with locked(self.out):
+            return self._run(on_progress)
+
+    def _run(self, on_progress: Callable[[Progress, dict | None], None] | None) -> Progress:
         todo = self.pending()
         progress = Progress(total=len(todo), skipped=len(self.graphs) * len(self.tasks) - len(todo))
         if on_progress:
@@ -168,11 +225,13 @@ class Bench:
                           stop_reason=output["stop_reason"], public_pass_rate=output["public_pass_rate"],
                           public_passing_programs=public_passing_programs(nodes), tree_programs=tree_programs(nodes),
                           **{k: output["cost"].get(k, 0) for k in COST_FIELDS})
+            if output["stop_reason"] == "model_error":  # the partial result and its true cost; --retry-errors reruns it
+                record["error"] = f"model_error: {output['error']}"
             score = score_private(task, record["final_code"], backend=self.context.sandbox)
             record.update(private_passed=bool(score.passed), private_pass_rate=score.pass_rate or 0.0)
         except Exception as exc:  # noqa: BLE001 - one problem's failure must not end the run
-            record["error"] = f"{type(exc).__name__}: {exc}"
-            record["traceback"] = traceback.format_exc(limit=8)
+            record["error"] = redact(f"{type(exc).__name__}: {exc}")
+            record["traceback"] = redact(traceback.format_exc(limit=8))
         for key in COST_FIELDS:
             record.setdefault(key, 0)
         record["wall_s"] = round(time.monotonic() - started, 3)

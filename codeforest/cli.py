@@ -12,14 +12,16 @@ import threading
 from rich.console import Console
 from rich.markup import escape
 
+from codeforest.bench import FolderBusy
 from codeforest.context import Context
 from codeforest.problems import DatasetError, Task, load_dataset, load_problem
-from codeforest.prompts import PromptError
+from codeforest.prompts import PromptError, check_prompts_dir
 from codeforest.registry import graph_names
-from codeforest.tools.models import ModelError
+from codeforest.tools.models import ModelError, redact
 from codeforest.tools.sandbox_e2b import SandboxServiceError
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
+EXIT_MODEL_ERROR = 3  # solve: the model endpoint failed after its retries; the output holds the partial result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,8 +33,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return args.func(args)
-    except (DatasetError, ModelError, PromptError, SandboxServiceError, ValueError) as exc:
-        err.print(f"[red]error:[/red] {exc}")
+    except (DatasetError, ModelError, PromptError, SandboxServiceError, FolderBusy, ValueError) as exc:
+        err.print(f"[red]error:[/red] {escape(redact(str(exc)))}")
         return 2
     except KeyboardInterrupt:
         err.print("interrupted")
@@ -122,6 +124,8 @@ def _add_context_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--api-key-env", help="environment variable holding the endpoint's key")
     p.add_argument("--temperature", type=float)
     p.add_argument("--max-tokens", type=int)
+    p.add_argument("--request-timeout", type=float, help="seconds to wait for one model call (default 600)")
+    p.add_argument("--retries", type=int, help="retries of a failed model call, with backoff (default 2)")
     p.add_argument("--sandbox", choices=["local", "e2b"])
     p.add_argument("--timeout", dest="test_timeout", type=float, help="seconds per public test")
     p.add_argument("--prompts-dir", help="folder of prompt YAML files overriding the packaged ones")
@@ -131,9 +135,12 @@ def _add_context_args(p: argparse.ArgumentParser) -> None:
 def context_from_args(args: argparse.Namespace) -> Context:
     """A Context from the CLI flags that were given (others: env or defaults)."""
     given = {k: getattr(args, k) for k in ("model", "base_url", "api_key_env", "temperature", "max_tokens",
-                                           "sandbox", "test_timeout", "prompts_dir")
+                                           "request_timeout", "retries", "sandbox", "test_timeout", "prompts_dir")
              if getattr(args, k, None) is not None}
-    return Context(**given)
+    context = Context(**given)
+    if context.prompts_dir:
+        check_prompts_dir(context.prompts_dir)  # a broken prompt file fails before the model is loaded
+    return context
 
 
 def _task_from_args(args: argparse.Namespace) -> Task:
@@ -160,8 +167,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
     context = context_from_args(args)
     task = _task_from_args(args)
-    err.print(f"[bold]{task.id}[/bold] from {task.source} with graph [bold]{args.graph}[/bold], "
-              f"model {context.model}" + (f" at {context.base_url}" if context.base_url else " (embedded)"))
+    err.print(f"[bold]{task.id}[/bold] from {task.source} with graph [bold]{args.graph}[/bold], model "
+              f"{context.model}" + (f" at {escape(redact(context.base_url))}" if context.base_url else " (embedded)"))
     if not context.base_url and embedded_spec(context.model):
         ensure_model_file(embedded_spec(context.model), progress=err.print)
 
@@ -181,11 +188,11 @@ def cmd_solve(args: argparse.Namespace) -> int:
         print(json.dumps(_json_order(result), indent=None))
     else:
         _print_human(result, args.show_nodes)
-    return 0
+    return EXIT_MODEL_ERROR if output["stop_reason"] == "model_error" else 0
 
 
 def _json_order(result: dict) -> dict:
-    keys = ["problem_id", "graph", "model", "final_code", "final_node", "stop_reason", "public_pass_rate",
+    keys = ["problem_id", "graph", "model", "final_code", "final_node", "stop_reason", "error", "public_pass_rate",
             "private_passed", "private_pass_rate", "cost", "nodes"]
     return {k: result.get(k) for k in keys}
 
@@ -226,6 +233,8 @@ def _print_human(result: dict, show_nodes: bool) -> None:
     private = result["private_passed"]
     verdict = {True: "[green]PASSED[/green]", False: "[red]FAILED[/red]", None: "unknown (no private tests)"}
     out.print(f"[bold]{result['problem_id']}[/bold]  graph={result['graph']}  stop={result['stop_reason']}")
+    if result.get("error"):
+        out.print(f"[red]the search ended early:[/red] {escape(result['error'])} (the best program so far is below)")
     rate = result["public_pass_rate"]
     public = "none to run (unverified)" if rate is None else f"{rate:.0%}"
     out.print(f"public tests: {public}   private tests: {verdict[private]}")

@@ -33,7 +33,11 @@ class Context(BaseModel):
         "Name of the environment variable holding the endpoint's API key (never the key itself)."))
     temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="Sampling temperature (papers: 0).")
     max_tokens: int = Field(default=1024, ge=1, description="Completion token limit per model call.")
-    request_timeout: float = Field(default=600.0, gt=0, description="Seconds to wait for one model call.")
+    request_timeout: float = Field(default=600.0, gt=0, description=(
+        "Seconds to wait for one model call (a slow CPU needs minutes for a long answer of the embedded model)."))
+    retries: int = Field(default=2, ge=0, description=(
+        "Retries of a failed model call (5xx, 429, time-out, dropped connection, a body that is not JSON), with "
+        "exponential backoff and jitter; when they are spent the search ends with stop_reason 'model_error'."))
     n_ctx: int = Field(default=8192, ge=512, description="Context window of the embedded model server.")
     structured_output: bool = Field(default=True, description=(
         "Ask the endpoint for JSON-schema-constrained answers where an agent expects structure."))

@@ -213,6 +213,9 @@ def finalize(state: BesterState, runtime: Runtime[BesterContext]) -> dict:
     """Return the passing program, else the best of the search or the last round's (``bester_final``)."""
     context = kit.settings(runtime, CONTEXT)
     selected = state["selected"]
+    if kit.failed(state):  # a model call failed for good: the best program tested so far
+        tested = [n for n in state["nodes"].values() if "execution" in n]
+        return kit.finish_node(state, min(tested, key=rank)["id"] if tested else None, "model_error")
     if passes(state["nodes"][selected]["execution"]):
         return kit.finish_node(state, selected, "solved")
     chosen = state["best"] if context.bester_final == "best" else selected
@@ -223,6 +226,8 @@ def finalize(state: BesterState, runtime: Runtime[BesterContext]) -> dict:
 
 def next_work(state: BesterState, runtime: Runtime[BesterContext]):
     """Send the next batch of reflections or repairs; when the round is done, select."""
+    if kit.failed(state):  # a branch's model call failed: its error handler already went to finalize
+        return END
     target, batch = waiting(state["nodes"], state["selected"], kit.settings(runtime, CONTEXT).bester_concurrency)
     if not batch:
         return target
@@ -242,7 +247,7 @@ def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
     builder.add_conditional_edges("select", lambda s: "plan" if s["nodes"][s["selected"]]["status"] == "refined"
                                   else "finalize", ["plan", "finalize"])
     builder.add_edge("plan", "dispatch")
-    builder.add_conditional_edges("dispatch", next_work, ["reflect_one", "repair_one", "select"])
+    builder.add_conditional_edges("dispatch", next_work, ["reflect_one", "repair_one", "select", END])
     builder.add_edge("reflect_one", "dispatch")
     builder.add_edge("repair_one", "dispatch")
     builder.add_edge("finalize", END)

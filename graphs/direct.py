@@ -48,6 +48,8 @@ def evaluate(state: SearchState, runtime: Runtime[Context]) -> dict:
 
 def finalize(state: SearchState) -> dict:
     """Return the program, which passed the public tests or spent the budget."""
+    if not state["nodes"]:  # the model call failed for good
+        return kit.finish(state, None, "", None, "model_error")
     node = next(iter(state["nodes"].values()))
     reason = "passed_public_tests" if kit.passes_public(node["execution"]) else "budget_exhausted"
     return kit.finish_node(state, node["id"], reason)

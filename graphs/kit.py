@@ -28,10 +28,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
 from langgraph._internal._runnable import RunnableCallable  # LangGraph's node wrapper (langgraph-prebuilt uses it)
 from langgraph.config import get_config, get_stream_writer
+from langgraph.errors import NodeError
 from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import Overwrite
+from langgraph.types import Command, Overwrite
 
+from codeforest.agents.base import ModelFault, counting_calls
 from codeforest.context import Context
 from codeforest.graphs.state import Execution, NodeRecord, SearchInput, SearchOutput, SearchState
 from codeforest.problems import Problem, validate_problem
@@ -152,21 +154,25 @@ def best(candidates: Iterable[dict], key: Callable[[dict], Any]) -> dict | None:
     return chosen
 
 
-def finish(problem: Problem, node_id: str | None, code: str, execution: Execution | None, reason: str) -> dict:
-    """The common output for the chosen program; a problem without public tests ends ``unverified``.
+def finish(state: SearchState, node_id: str | None, code: str, execution: Execution | None, reason: str) -> dict:
+    """The common output for the chosen program.
 
-    The ``finished`` event still carries the search's own reason (``search_reason``).
+    A failed model call makes the stop reason ``model_error`` (with the message in ``error``); a problem
+    without public tests ends ``unverified``. The ``finished`` event also carries the search's own reason.
     """
-    unverified = not problem.get("public_tests")
-    emit("finished", node=node_id, stop_reason=UNVERIFIED if unverified else reason, search_reason=reason)
-    return {"final_code": code or "", "final_node": node_id, "stop_reason": UNVERIFIED if unverified else reason,
-            "public_pass_rate": public_pass_rate(execution)}
+    error = state.get("model_error")
+    if error:
+        reason = "model_error"
+    shown = UNVERIFIED if not state["problem"].get("public_tests") and not error else reason
+    emit("finished", node=node_id, stop_reason=shown, search_reason=reason)
+    return {"final_code": code or "", "final_node": node_id, "stop_reason": shown,
+            "public_pass_rate": public_pass_rate(execution), "error": error}
 
 
 def finish_node(state: SearchState, node_id: str | None, reason: str) -> dict:
     """The common output for a node of the tree (``None``: no program)."""
     node = state.get("nodes", {}).get(node_id or "", {})
-    return finish(state["problem"], node_id, node.get("code", ""), node.get("execution"), reason)
+    return finish(state, node_id, node.get("code", ""), node.get("execution"), reason)
 
 
 # --- the run ----------------------------------------------------------------------------------------
@@ -201,7 +207,8 @@ def starter(fresh: dict, needed: Callable[[Any], int], context_cls: type[C]) -> 
             log.warning(message)
             emit("warning", message=message)
         return {"nodes": Overwrite({}), "cost": Overwrite({}), "final_code": "", "final_node": None,
-                "stop_reason": "", "public_pass_rate": None, **copy.deepcopy(fresh)}
+                "stop_reason": "", "public_pass_rate": None, "error": None, "model_error": None,
+                **copy.deepcopy(fresh)}
 
     return start
 
@@ -222,16 +229,45 @@ def builder(state: type, context: type[Context]) -> StateGraph:
     return StateGraph(state, context_schema=context, input_schema=SearchInput, output_schema=SearchOutput)
 
 
-def add_nodes(graph: StateGraph, nodes: dict[str, Callable], model: BaseChatModel | None = None) -> None:
+def add_nodes(graph: StateGraph, nodes: dict[str, Callable], model: BaseChatModel | None = None,
+              on_model_fault: str = "finalize") -> None:
     """Add node functions by name; ``model`` goes to every function that takes a ``model`` argument.
 
-    Each node also gets an async form that runs it in the kit's thread pool, so ``ainvoke``/``astream``
-    never block the event loop and fan out as wide as ``max_concurrency`` allows.
+    Such a model-calling node keeps the cost of its calls, and when a call fails after its retries
+    (``ModelFault``) its error handler records the message and that cost and goes to
+    ``on_model_fault`` (``finalize``; ``END`` in a subgraph), so the search ends with its best program
+    so far. Each node also gets an async form that runs it in the kit's thread pool, so
+    ``ainvoke``/``astream`` never block the event loop and fan out as wide as ``max_concurrency`` allows.
     """
     for name, fn in nodes.items():
+        handler = None
         if "model" in inspect.signature(fn).parameters:
-            fn = partial(fn, model=model)
-        graph.add_node(name, RunnableCallable(fn, _offloaded(fn), name=name, trace=False))
+            fn = _counted(partial(fn, model=model))
+            handler = partial(_model_fault, goto=on_model_fault)
+        graph.add_node(name, RunnableCallable(fn, _offloaded(fn), name=name, trace=False), error_handler=handler)
+
+
+def _counted(fn: Callable) -> Callable:
+    def node(state, **injected):  # LangGraph injects what ``fn`` declares (runtime ...)
+        with counting_calls():
+            return fn(state, **injected)
+
+    node.__signature__ = inspect.signature(fn)
+    return node
+
+
+def _model_fault(state: dict, error: NodeError, goto: str) -> Command:
+    """The error handler of a model-calling node: a model fault ends the search; anything else fails the run."""
+    fault = error.error
+    if not isinstance(fault, ModelFault):
+        raise fault
+    emit("model_error", node=error.node, error=str(fault))
+    return Command(update={"model_error": str(fault), "cost": fault.spent}, goto=goto)
+
+
+def failed(state: dict) -> bool:
+    """True once a model call failed for good: every router then heads for the end."""
+    return bool(state.get("model_error"))
 
 
 def _offloaded(fn: Callable) -> Callable:

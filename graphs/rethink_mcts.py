@@ -99,6 +99,7 @@ class RolloutState(TypedDict, total=False):
     id_offset: int  # keeps the ids of concurrent rollouts' children apart
     cost: Annotated[Cost, add_cost]
     programs: Annotated[list[dict], operator.add]
+    model_error: str | None  # a model call failed for good: the rollout ends there
 
 
 STATE = RethinkState
@@ -220,7 +221,8 @@ def expand(state: RolloutState, runtime: Runtime[RethinkContext], model: BaseCha
 def rollout_builder(model: BaseChatModel | None = None) -> StateGraph:
     """The uncompiled rollout subgraph: simulate, rethink while allowed, expand."""
     builder = StateGraph(RolloutState, context_schema=CONTEXT)
-    kit.add_nodes(builder, {"simulate": simulate, "rethink": rethink_leaf, "expand": expand}, model)
+    kit.add_nodes(builder, {"simulate": simulate, "rethink": rethink_leaf, "expand": expand}, model,
+                  on_model_fault=END)
     builder.add_edge(START, "simulate")
     builder.add_conditional_edges("simulate", lambda s, runtime: "rethink" if may_rethink(
         s["nodes"][s["path"][-1]], kit.settings(runtime, CONTEXT)) else "expand", ["rethink", "expand"])
@@ -258,10 +260,13 @@ def rollout_node(rollout_graph: CompiledStateGraph) -> Callable:
         start = {k: state[k] for k in ("problem", "nodes", "path")} | {"id_offset": state.get("id_offset", 0)}
         limit = kit.recursion_limit(2 * context.rethink_max_rethinks + 2)
         final = kit.run_inner(rollout_graph, start, {"recursion_limit": limit})
-        leaf = state["path"][-1]
+        leaf = final["nodes"][state["path"][-1]]
         changed = {i: r for i, r in final["nodes"].items() if state["nodes"].get(i) != r}
-        return {"nodes": changed, "cost": final.get("cost", {}), "programs": final.get("programs", []),
-                "batch": [{"node": leaf, "reward": final["nodes"][leaf]["reward"]}]}
+        update = {"nodes": changed, "cost": final.get("cost", {}), "programs": final.get("programs", []),
+                  "batch": [{"node": leaf["id"], "reward": leaf["reward"]}] if "reward" in leaf else []}
+        if final.get("model_error"):  # the rollout ended at a failed model call: the search ends too
+            update["model_error"] = final["model_error"]
+        return update
 
     return rollout
 
@@ -290,8 +295,8 @@ def finalize(state: RethinkState) -> dict:
     chosen = best_program(state["programs"])
     reason = state.get("stop") or "tree_exhausted"
     if chosen is None:
-        return kit.finish(state["problem"], None, "", None, reason)
-    return kit.finish(state["problem"], chosen["node"], chosen["code"], chosen["execution"], reason)
+        return kit.finish(state, None, "", None, reason)
+    return kit.finish(state, chosen["node"], chosen["code"], chosen["execution"], reason)
 
 
 # --- wiring ---------------------------------------------------------------------------------------------
@@ -299,7 +304,7 @@ def finalize(state: RethinkState) -> dict:
 def after_backpropagate(state: RethinkState, runtime: Runtime[RethinkContext]):
     """Finalize, select the next leaf, or send the expansion's new children to concurrent rollouts."""
     context = kit.settings(runtime, CONTEXT)
-    if state["stop"]:
+    if state["stop"] or kit.failed(state):
         return "finalize"
     if context.rethink_concurrency > 1:
         leaf = state["path"][-1]

@@ -101,14 +101,16 @@ class SearchOutput(TypedDict, total=False):
     final_node: str | None
     stop_reason: str
     public_pass_rate: float | None  # None when the problem has no public tests: the program is unverified
+    error: str | None  # why the search ended early when stop_reason is "model_error"
     nodes: Annotated[dict[str, NodeRecord], merge_nodes]
     cost: Annotated[Cost, add_cost]
 
 
 class SearchState(SearchInput, SearchOutput, total=False):
-    """Input, output, and the steps left before the caller's recursion limit."""
+    """Input, output, the steps left before the caller's recursion limit, and a model call that failed."""
 
     remaining_steps: RemainingSteps
+    model_error: str | None  # set by a model-calling node's error handler: the search heads for finalize
 
 
-OUTPUT_KEYS = ("final_code", "final_node", "stop_reason", "public_pass_rate", "nodes", "cost")
+OUTPUT_KEYS = ("final_code", "final_node", "stop_reason", "public_pass_rate", "error", "nodes", "cost")

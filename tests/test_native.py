@@ -76,7 +76,7 @@ def test_input_output_and_context_json_schemas_build(graph):
     problem = compiled.get_input_jsonschema()["$defs"]["Problem"]
     assert {"id", "prompt", "kind", "entry_point", "public_tests"} <= set(problem["required"])
     assert set(compiled.get_output_jsonschema()["properties"]) == {
-        "final_code", "final_node", "stop_reason", "public_pass_rate", "nodes", "cost"}
+        "final_code", "final_node", "stop_reason", "public_pass_rate", "error", "nodes", "cost"}
     context = compiled.get_context_jsonschema()["properties"]
     assert "model" in context and all(context[f].get("description") for f in context)
     own = {"direct": "", "codetree": "codetree_", "rethink_mcts": "rethink_", "bester": "bester_"}[graph]

@@ -21,11 +21,12 @@ from langchain_core.load import dumps, loads
 warnings.filterwarnings("ignore", message="The function `loads` is in beta")
 
 _LOOPBACK_PORT = re.compile(r"(https?://(?:127\.0\.0\.1|localhost|\[::1\])):\d+")
+_USERINFO = re.compile(r"(https?://)[^/\s@\"]+@")
 
 
 def model_key(llm_string: str) -> str:
-    """The model configuration as cached: a loopback endpoint's port removed."""
-    return _LOOPBACK_PORT.sub(r"\1", llm_string)
+    """The model configuration as cached: credentials in a URL and a loopback endpoint's port removed."""
+    return _LOOPBACK_PORT.sub(r"\1", _USERINFO.sub(r"\1", llm_string))
 
 
 class SQLiteResponseCache(BaseCache):

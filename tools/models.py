@@ -12,7 +12,9 @@ import contextlib
 import fcntl
 import hashlib
 import importlib.util
+import json
 import os
+import re
 import socket
 import threading
 import time
@@ -25,6 +27,34 @@ from langchain_core.language_models import BaseChatModel
 
 from codeforest.context import Context
 from codeforest.tools.cache import SQLiteResponseCache
+
+_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@]+@")
+
+
+def redact(text: str) -> str:
+    """``text`` with the user and password of every URL in it replaced by ``***``."""
+    return _USERINFO.sub(r"\g<scheme>***@", text)
+
+
+def is_model_failure(exc: BaseException) -> bool:
+    """True for an error of the model endpoint or the way to it (status, connection, time-out, bad body)."""
+    import httpx
+    import openai
+
+    return isinstance(exc, (openai.APIError, httpx.HTTPError, json.JSONDecodeError, ModelError, ConnectionError,
+                            TimeoutError))
+
+
+def describe_model_failure(exc: BaseException, model: object = None, attempts: int = 1) -> str:
+    """One line for a failed model call: what happened, after how many tries, and at which endpoint."""
+    if isinstance(exc, json.JSONDecodeError):
+        what = "the endpoint's answer was not JSON"
+    else:
+        what = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else 'no message'}"
+    url = getattr(getattr(exc, "request", None), "url", None) or getattr(model, "openai_api_base", None)
+    where = f" at {redact(str(url))}" if url else ""
+    tries = f" ({attempts} attempts)" if attempts > 1 else ""
+    return redact(f"model call failed{where}{tries}: {what}")
 
 
 class ModelError(RuntimeError):
@@ -236,7 +266,7 @@ def get_chat_model(context: Context, progress=None) -> BaseChatModel:
     """A ChatOpenAI for the context's model: its endpoint, or the embedded server (started on demand)."""
     slots = context.slots_needed()  # concurrent branches need their slots
     key = (context.model, context.base_url, context.api_key_env, context.temperature, context.max_tokens,
-           context.request_timeout, context.n_ctx, slots, context.cache_path)
+           context.request_timeout, context.retries, context.n_ctx, slots, context.cache_path)
     with _servers_lock:
         if key in _chat_models:
             return _chat_models[key]
@@ -254,7 +284,8 @@ def get_chat_model(context: Context, progress=None) -> BaseChatModel:
         base_url, name, api_key = server.base_url + "/v1", gguf.stem, "local"
     cache = response_cache(context.cache_path) if context.cache_path else None
     model = ChatOpenAI(base_url=base_url, model=name, api_key=api_key, temperature=context.temperature,
-                       max_tokens=context.max_tokens, timeout=context.request_timeout, max_retries=2, cache=cache)
+                       max_tokens=context.max_tokens, timeout=context.request_timeout, max_retries=context.retries,
+                       cache=cache)
     with _servers_lock:
         return _chat_models.setdefault(key, model)
 
