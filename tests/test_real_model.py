@@ -88,7 +88,7 @@ def _solve_json(*args: str, env: dict | None = None) -> dict:
     return json.loads(proc.stdout)
 
 
-def test_codetree_solves_a_problem_that_direct_fails():
+def test_codetree_solves_a_problem_that_direct_fails(data_dir):
     """MBPP/14 (volume of a triangular prism): direct forgets the 1/2; CodeTree's strategy hint does not.
 
     CodeTree runs at a reduced budget of 2 programs here to keep CI short; the paper's is 20.
@@ -114,7 +114,7 @@ def test_rethink_mcts_small_budget_solve():
     assert "def has_close_elements" in out["final_code"] and out["private_passed"] is not None
 
 
-def test_bester_reflects_and_repairs_with_the_real_model():
+def test_bester_reflects_and_repairs_with_the_real_model(data_dir):
     """BESTER at k = 2, N = 1 (5 calls; the paper's 21 are too slow for CI) with the 0.5B model.
 
     MBPP/11's first greedy program passes (1 call, solved); MBPP/15's fails, so two self-reflections
