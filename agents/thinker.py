@@ -17,6 +17,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from codeforest.agents.base import Reply, call_model, structured_call
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
+from codeforest.tools.knowledge import TOPICS
 
 DYNAMIC = {"strategy": "multiple", "reflection": "one or multiple (if there is)"}
 _NUMBERED = re.compile(r"^\s*(?:<(\d+)>|\(?(\d+)[.):])\s*(.+?)\s*$")
@@ -139,3 +140,47 @@ def thoughts(model: BaseChatModel, prompt: Prompt, problem: Problem, *, previous
     if not items:
         return Reply([("\n", 1.0)] * width, raw, cost, parsed=False)
     return Reply(items, raw, cost)
+
+
+_STEP_MARK = re.compile(r"^[ \t>*#-]*\**\s*Step\s*(\d+)\s*\**\s*[:.)]\**", re.IGNORECASE | re.MULTILINE)
+
+
+def parse_steps(text: str) -> list[str]:
+    """The steps of a reply, split at ``Step n:`` markers (``<step>`` tags ignored, code and topic removed).
+
+    Each step is everything from its marker to the next one, on one line, numbered ``Step i: ...``; a step
+    repeating an earlier one word for word is dropped.
+    """
+    text = re.sub(r"<topic>.*?(</topic>|\Z)", "", text, flags=re.S | re.I)
+    text = re.sub(r"```.*?(```|\Z)", "", text, flags=re.S)
+    text = re.sub(r"</?step>", "\n", text, flags=re.I)
+    marks = list(_STEP_MARK.finditer(text))
+    bodies: list[str] = []
+    for i, mark in enumerate(marks):
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
+        body = " ".join(text[mark.end():end].split()).strip(" *")
+        if body and body not in bodies:  # a small model may loop: a repeated step adds nothing
+            bodies.append(body)
+    return [f"Step {i}: {body}" for i, body in enumerate(bodies, 1)]
+
+
+def parse_topic(text: str) -> str | None:
+    """The topic in ``<topic>`` tags, matched to one of the 14 (case and spacing aside); None if unreadable."""
+    match = re.search(r"<topic>(.*?)(?:</topic>|\Z)", text, re.DOTALL | re.IGNORECASE)
+    said = " ".join((match.group(1) if match else "").split()).lower().strip(" .-*")
+    if not said:
+        return None
+    return next((t for t in TOPICS if t.lower() == said), None) or \
+        next((t for t in TOPICS if t.lower() in said or said in t.lower()), None)
+
+
+def solution_steps(model: BaseChatModel, prompt: Prompt, problem: str, solution: str) -> Reply[dict]:
+    """RPM-MCTS's knowledge-base entry: the algorithmic steps of a correct solution and its topic.
+
+    ``value`` is ``{"steps": [...], "topic": ...}``; no readable step is a parse failure, an unreadable
+    topic becomes "Other".
+    """
+    user = prompt.render("user", problem=problem, solution=solution, topics="\n".join(f"- {t}" for t in TOPICS))
+    raw, cost = call_model(model, [HumanMessage(user)])
+    steps = parse_steps(raw)
+    return Reply({"steps": steps, "topic": parse_topic(raw) or "Other"}, raw, cost, parsed=bool(steps))

@@ -17,6 +17,7 @@ from codeforest.context import Context
 from codeforest.problems import DatasetError, Task, load_dataset, load_problem
 from codeforest.prompts import PromptError, check_prompts_dir
 from codeforest.registry import graph_names
+from codeforest.tools.knowledge import KnowledgeError
 from codeforest.tools.models import ModelError, redact
 from codeforest.tools.sandbox_e2b import SandboxServiceError
 
@@ -33,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return args.func(args)
-    except (DatasetError, ModelError, PromptError, SandboxServiceError, FolderBusy, ValueError) as exc:
+    except (DatasetError, ModelError, PromptError, SandboxServiceError, FolderBusy, KnowledgeError, ValueError) as exc:
         err.print(f"[red]error:[/red] {escape(redact(str(exc)))}")
         return 2
     except KeyboardInterrupt:
@@ -96,6 +97,27 @@ def _parser() -> argparse.ArgumentParser:
     bench_sb.add_argument("--repeat", type=int, default=20)
     bench_sb.add_argument("--json", action="store_true")
     bench_sb.set_defaults(func=cmd_bench_sandbox)
+
+    kb = sub.add_parser("kb", help="the RPM-MCTS knowledge base: build it, look into it")
+    kb_sub = kb.add_subparsers(dest="kb_command", required=True)
+    build = kb_sub.add_parser("build", help="steps of reference solutions (model calls, resumable), then embeddings")
+    build.add_argument("--from", dest="sources", action="append", default=[], metavar="DATASET",
+                       help="a function-style dataset with reference solutions, e.g. mbpp500 (repeat for several)")
+    build.add_argument("--from-steps", nargs="?", const="", metavar="FILE",
+                       help="embed a steps JSONL written earlier, no model calls (no FILE: the packaged steps)")
+    build.add_argument("--out", help="the knowledge-base folder (default: the user cache's default KB)")
+    build.add_argument("--steps", help="the steps JSONL to write and resume (default: <out>/steps.jsonl)")
+    build.add_argument("--limit", type=_positive_int, help="write the steps of at most N more problems")
+    build.add_argument("--cache", nargs="?", const="", metavar="PATH",
+                       help="cache model responses in an SQLite file (default: <out>/responses.sqlite)")
+    _add_context_args(build)
+    build.set_defaults(func=cmd_kb_build)
+    query = kb_sub.add_parser("query", help="the stored step prefixes nearest to a text")
+    query.add_argument("text", help="a problem, optionally followed by steps")
+    query.add_argument("--kb", help="the knowledge-base folder (default: the default KB)")
+    query.add_argument("--topic", help="only documents of this topic (one of the 14)")
+    query.add_argument("-k", type=_positive_int, default=3)
+    query.set_defaults(func=cmd_kb_query)
 
     serve = sub.add_parser("serve", help="run the embedded model server in the foreground")
     serve.add_argument("--model", default="local", help="local (1.5B, default), small (0.5B) or a .gguf path")
@@ -382,6 +404,61 @@ def cmd_bench_sandbox(args: argparse.Namespace) -> int:
     out.print(f"A {report['tests']}-test program, median of {report['repeat']} runs:")
     for row in report["rows"]:
         out.print(f"  {row['runner']:<28} {row['median_ms']:8.1f} ms   {row['ratio']:.2f}x")
+    return 0
+
+
+def cmd_kb_build(args: argparse.Namespace) -> int:
+    """Write steps with the model (resumable) and embed them, or embed a steps file; report what the KB holds."""
+    import time
+    from pathlib import Path
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from codeforest.kb import PACKAGED_STEPS, default_kb_path, read_steps, write_steps
+    from codeforest.tools.knowledge import KnowledgeBase
+
+    if not args.sources and args.from_steps is None:
+        raise ValueError("give --from DATASET (model calls) or --from-steps [FILE] (embeddings only)")
+    out = Path(args.out) if args.out else default_kb_path()
+    steps = Path(args.from_steps or PACKAGED_STEPS) if args.from_steps is not None else \
+        Path(args.steps or out / "steps.jsonl")
+    if args.sources:
+        context = context_from_args(args)
+        if args.cache is not None:
+            context.cache_path = args.cache or str(out / "responses.sqlite")
+        started = time.monotonic()
+        with Progress(TextColumn("steps"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      TextColumn("{task.fields[last]}"), console=err) as bar:
+            task = bar.add_task("steps", total=None, last="")
+
+            def on_step(record: dict, i: int, total: int) -> None:
+                bar.update(task, total=total, completed=i,
+                           last=f"{record['source']} {record['id']}: {len(record['steps'])} steps, {record['topic']}")
+
+            written = write_steps(args.sources, steps, context, data_dir=args.data_dir, limit=args.limit,
+                                  on_step=on_step)
+        err.print(f"wrote the steps of {written} problems to {steps} in {time.monotonic() - started:.0f} s")
+    records = read_steps(steps)
+    started = time.monotonic()
+    kb = KnowledgeBase(out, create=True)
+    added = kb.add(records)
+    err.print(f"embedded {added} new problems in {time.monotonic() - started:.1f} s; {out} holds "
+              f"{len(kb.manifest.get('problems', {}))} problems ({kb.manifest.get('documents', 0)} step prefixes) "
+              f"from {', '.join(kb.manifest.get('datasets', [])) or 'nothing yet'}")
+    return 0
+
+
+def cmd_kb_query(args: argparse.Namespace) -> int:
+    """Print the nearest stored step prefixes with their similarity and metadata."""
+    from codeforest.kb import default_kb_path
+    from codeforest.tools.knowledge import KnowledgeBase
+
+    kb = KnowledgeBase(args.kb or default_kb_path())
+    out = Console(highlight=False)
+    for hit in kb.search(args.text, k=args.k, topic=args.topic):
+        out.print(f"[bold]{hit['similarity']:.3f}[/bold]  {hit['source']} {hit['problem_id']} "
+                  f"({hit['topic']}, {hit['pre_steps_num']} steps)")
+        out.print(textwrap.indent(hit["document"][-400:], "    "), markup=False)
     return 0
 
 

@@ -243,3 +243,29 @@ def docstring_tests(prompt: str, entry_point: str) -> list[str]:
         if entry_point in call and result:
             tests.append(f"assert {call} == {result}")
     return tests
+
+
+def reference_solutions(name: str, data_dir: str | os.PathLike | None = None) -> list[dict]:
+    """The problems of a function-style benchmark file with their reference solutions, for building a knowledge
+    base from a split other than the one evaluated: ``{"id", "prompt", "solution"}`` each (no tests)."""
+    stem = ALIASES.get(name, name)
+    path = Path(name).expanduser()
+    if path.suffix != ".jsonl":
+        folder = find_data_dir(data_dir)
+        if folder is None or not (folder / f"{stem}.jsonl").is_file():
+            raise DatasetError(f"Dataset {stem!r} with reference solutions not found"
+                               f"{f' in {folder}' if folder else ' (no data folder: pass --data-dir)'}")
+        path = folder / f"{stem}.jsonl"
+    found = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
+        if isinstance(rec, dict) and isinstance(rec.get("canonical_solution"), str) and rec.get("task_id"):
+            found.append({"id": str(rec["task_id"]), "prompt": rec["prompt"], "solution": rec["canonical_solution"]})
+    if not found:
+        raise DatasetError(f"{path} has no reference solutions (canonical_solution)")
+    return found

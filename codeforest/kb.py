@@ -1,0 +1,93 @@
+"""Building the RPM-MCTS knowledge base: algorithmic steps of reference solutions, then their embeddings.
+
+Step 1 (model calls, slow): for each problem of the source datasets, taken in turn from each dataset so a
+partial build covers all of them, the model writes the steps of the reference solution and picks its topic
+(``agents.thinker.solution_steps``). Each answer is appended to a steps JSONL file at once (flushed and
+synced), so a killed build continues where it stopped. Step 2 (no model, fast): the steps are embedded into a
+Chroma collection (``tools/knowledge.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+
+from codeforest.agents import thinker
+from codeforest.context import Context
+from codeforest.problems import reference_solutions
+from codeforest.prompts import load_prompt
+
+PACKAGED_STEPS = Path(str(resources.files("codeforest.tools") / "kb_steps.jsonl"))  # shipped in the package
+
+
+def default_kb_path() -> Path:
+    """The default knowledge base: built from the packaged steps into the user cache."""
+    from codeforest.tools.models import cache_dir
+
+    return cache_dir() / "kb" / "default"
+
+
+def interleaved(datasets: list[str], data_dir: str | None = None) -> list[dict]:
+    """The source problems, one from each dataset in turn: ``{"id", "source", "prompt", "solution"}``."""
+    per_source = [[{**p, "source": name} for p in reference_solutions(name, data_dir)] for name in datasets]
+    return [p for group in itertools.zip_longest(*per_source) for p in group if p is not None]
+
+
+def fingerprint(prompt: str) -> str:
+    """A problem's identity in a knowledge base: its prompt text, whitespace aside."""
+    return hashlib.sha256(" ".join(prompt.split()).encode()).hexdigest()[:16]
+
+
+def read_steps(path: str | Path) -> list[dict]:
+    """The step records of a steps file (a last line cut short by a kill is skipped)."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and "id" in record and isinstance(record.get("steps"), list):
+            records.append(record)
+    return records
+
+
+def write_steps(datasets: list[str], steps_path: str | Path, context: Context, *, data_dir: str | None = None,
+                limit: int | None = None, on_step: Callable[[dict, int, int], None] | None = None) -> int:
+    """Write the steps of every source problem not yet in ``steps_path``; return how many were written."""
+    from codeforest.tools.models import get_chat_model
+
+    steps_path = Path(steps_path)
+    steps_path.parent.mkdir(parents=True, exist_ok=True)
+    done = {(r["source"], r["id"]) for r in read_steps(steps_path)}
+    todo = [p for p in interleaved(datasets, data_dir) if (p["source"], p["id"]) not in done]
+    todo = todo[:limit] if limit is not None else todo
+    model = get_chat_model(context)
+    prompt = load_prompt("kb_steps", context.prompts_dir or None)
+    for i, problem in enumerate(todo, 1):
+        reply = thinker.solution_steps(model, prompt, problem["prompt"], problem["solution"])
+        record = {"id": problem["id"], "source": problem["source"], "fingerprint": fingerprint(problem["prompt"]),
+                  "prompt": problem["prompt"], "topic": reply.value["topic"], "steps": reply.value["steps"],
+                  "tokens": reply.cost.get("prompt_tokens", 0) + reply.cost.get("completion_tokens", 0)}
+        _append(steps_path, record)
+        if on_step:
+            on_step(record, i, len(todo))
+    return len(todo)
+
+
+def _append(path: Path, record: dict) -> None:
+    with open(path, "a+b") as f:
+        if f.tell() > 0:
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) != b"\n":  # a line cut short by a kill: start a fresh one
+                f.write(b"\n")
+        f.write((json.dumps(record) + "\n").encode("utf-8"))
+        f.flush()
+        os.fsync(f.fileno())

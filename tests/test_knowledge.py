@@ -1,0 +1,132 @@
+"""The knowledge base: a real Chroma collection on disk with the offline default embeddings; the steps writer
+against a scripted endpoint; the kb commands."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from codeforest.agents.thinker import parse_steps, parse_topic
+from codeforest.cli import main
+from codeforest.kb import fingerprint, interleaved, read_steps, write_steps
+from codeforest.tools.knowledge import TOPICS, KnowledgeBase, KnowledgeError, prefix_documents
+from tests.fake_openai import FakeOpenAI
+
+RECORDS = [
+    {"id": "K/1", "source": "mine", "topic": "Sorting and Searching",
+     "prompt": "Given a list of integers, return the k largest values in descending order.",
+     "steps": ["Step 1: Sort the list in descending order.", "Step 2: Take the first k values.",
+               "Step 3: Return them as a new list."]},
+    {"id": "K/2", "source": "mine", "topic": "Dynamic Programming",
+     "prompt": "Count the number of ways to climb a staircase of n steps taking 1 or 2 steps at a time.",
+     "steps": ["Step 1: Let ways[0] = ways[1] = 1.", "Step 2: For i from 2 to n, ways[i] = ways[i-1] + ways[i-2].",
+               "Step 3: Return ways[n]."]},
+    {"id": "K/3", "source": "other", "topic": "String Processing",
+     "prompt": "Return the string with its vowels removed.",
+     "steps": ["Step 1: Walk over the characters.", "Step 2: Keep those not in 'aeiouAEIOU'.",
+               "Step 3: Join the kept characters."]},
+]
+for record in RECORDS:
+    record["fingerprint"] = fingerprint(record["prompt"])
+
+
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory):
+    base = KnowledgeBase(tmp_path_factory.mktemp("kb"), create=True)
+    assert base.add(RECORDS) == 3 and base.add(RECORDS) == 0  # a second add stores nothing twice
+    return base
+
+
+def test_every_step_prefix_is_a_document_with_its_metadata(kb):
+    docs = prefix_documents(RECORDS[1])
+    assert [d[2]["pre_steps_num"] for d in docs] == [1, 2, 3]
+    assert docs[1][1] == RECORDS[1]["prompt"] + "\n" + "\n".join(RECORDS[1]["steps"][:2])
+    assert docs[0][2] == {"problem_id": "K/2", "source": "mine", "topic": "Dynamic Programming", "pre_steps_num": 1}
+    assert kb.collection.count() == 9 and kb.manifest["datasets"] == ["mine", "other"]
+    assert kb.collection.metadata["hnsw:space"] == "cosine"
+
+
+def test_reward_is_the_best_cosine_within_the_topic(kb):
+    exact = RECORDS[0]["prompt"] + "\n" + "\n".join(RECORDS[0]["steps"][:2])
+    assert kb.reward(exact, "Sorting and Searching") == pytest.approx(1.0, abs=1e-4)
+    reworded = "Given a list of numbers, give back the k biggest values, largest first.\nStep 1: Sort descending."
+    top = kb.search(reworded, k=1)[0]
+    assert top["problem_id"] == "K/1" and 0 < top["similarity"] < 1
+    assert kb.reward(reworded, "Dynamic Programming") < kb.reward(reworded, "Sorting and Searching")
+    assert kb.reward(reworded, "Graph Theory") == 0.0  # no document of that topic
+
+
+def test_sibling_similarities_and_membership(kb):
+    sims = kb.similarities(["Sort the list in descending order.", "Sort the list in decreasing order.",
+                            "Count the vowels of the string."])
+    assert sims.shape == (3, 3) and sims[0, 1] > 0.85 > sims[0, 2]
+    assert kb.holds(RECORDS[2]["fingerprint"]) == {"id": "K/3", "source": "other"}
+    assert kb.holds(fingerprint("  Return the string   with its vowels removed. ")) is not None  # whitespace aside
+    assert kb.holds(fingerprint("Another problem.")) is None
+
+
+def test_langchain_retriever_over_the_collection(kb):
+    docs = kb.as_retriever(k=2, topic="Dynamic Programming").invoke("ways to climb stairs, 1 or 2 at a time")
+    assert len(docs) == 2 and {d.metadata["problem_id"] for d in docs} == {"K/2"}
+
+
+def test_reopening_checks_the_embedder_and_existence(kb, tmp_path):
+    class Other:
+        name = "another-embedder"
+
+    with pytest.raises(KnowledgeError, match="built with embeddings 'wordllama"):
+        KnowledgeBase(kb.path, embeddings=Other())
+    with pytest.raises(KnowledgeError, match="No knowledge base at .*codeforest kb build"):
+        KnowledgeBase(tmp_path / "none")
+    assert KnowledgeBase(kb.path).collection.count() == 9
+
+
+def test_steps_and_topic_parsing():
+    text = "<step>Step 1: Read it.</step>\n<step>Step 2:\n  Use ```python\nx = 1``` a set.</step>\n<topic>graph theory"
+    assert parse_steps(text) == ["Step 1: Read it.", "Step 2: Use a set."] and parse_topic(text) == "Graph Theory"
+    assert parse_steps("Step 1: a\n**Step 2:** b") == ["Step 1: a", "Step 2: b"] and parse_topic("none") is None
+    assert len(TOPICS) == 14
+
+
+def test_steps_writer_resumes_and_interleaves(tmp_path, fixtures):
+    data = tmp_path / "data"
+    data.mkdir()
+    lines = (fixtures / "functions.jsonl").read_text().splitlines()
+    (data / "one.jsonl").write_text("\n".join(lines[:2]) + "\n")
+    (data / "two.jsonl").write_text(lines[2] + "\n")
+    assert [(p["source"], p["id"]) for p in interleaved([str(data / "one.jsonl"), str(data / "two.jsonl")])] == [
+        (str(data / "one.jsonl"), "Mini/1"), (str(data / "two.jsonl"), "Mini/3"), (str(data / "one.jsonl"), "Mini/2")]
+    reply = "<step>Step 1: Take x.</step><step>Step 2: Add one.</step><step>Step 3: Return it.</step>" \
+            "<topic>Mathematics and Number Theory</topic>"
+    api = FakeOpenAI([reply, "I cannot.", reply])
+    steps = tmp_path / "steps.jsonl"
+    try:
+        from codeforest.context import Context
+
+        context = Context(base_url=api.url, model="fake")
+        sources = [str(data / "one.jsonl"), str(data / "two.jsonl")]
+        assert write_steps(sources, steps, context, limit=2) == 2
+        with open(steps, "a") as f:
+            f.write('{"id": "Mini/2", "sou')  # killed in the middle of a write
+        assert write_steps(sources, steps, context) == 1 and len(api.requests) == 3
+        assert write_steps(sources, steps, context) == 0  # resumed: nothing left
+    finally:
+        api.close()
+    records = read_steps(steps)
+    assert [r["id"] for r in records] == ["Mini/1", "Mini/3", "Mini/2"]
+    assert records[0]["topic"] == "Mathematics and Number Theory" and len(records[0]["steps"]) == 3
+    assert records[1]["steps"] == [] and records[0]["fingerprint"] == fingerprint(records[0]["prompt"])
+    assert "Correct code" in api.requests[0]["messages"][0]["content"]  # the reference solution was shown
+
+
+def test_kb_commands_build_from_steps_and_query(tmp_path, capsys):
+    steps = tmp_path / "steps.jsonl"
+    steps.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
+    out = tmp_path / "kb"
+    assert main(["kb", "build", "--from-steps", str(steps), "--out", str(out)]) == 0
+    assert "embedded 3 new problems" in capsys.readouterr().err
+    assert main(["kb", "query", "climbing stairs with steps of one or two", "--kb", str(out), "-k", "1"]) == 0
+    assert "K/2" in capsys.readouterr().out
+    assert main(["kb", "build", "--out", str(out)]) == 2
+    assert "give --from DATASET" in capsys.readouterr().err

@@ -1,0 +1,153 @@
+"""The RPM-MCTS knowledge base: a Chroma collection on disk of problem + step-prefix documents.
+
+Each problem with steps ``s1 .. sn`` gives n documents, ``problem + "\\n" + s1 + ... + sj`` for j = 1..n, with
+metadata ``{problem_id, source, topic, pre_steps_num}`` (RPM-MCTS Eq. 1 and its released code). The process
+reward of a partial solution is ``K = max(0, best cosine similarity)`` among the documents of its topic (Eq. 4).
+The collection uses cosine space; embeddings come from any LangChain ``Embeddings``. The default is
+``wordllama``'s bundled model: it ships inside the PyPI wheel (19 MB), loads offline in a fraction of a second
+and needs no PyTorch. A knowledge base remembers which datasets and problems it holds (``kb.json``), so a
+graph can refuse to search a problem whose own solution steps it contains.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+COLLECTION = "rpm_mcts_steps"
+MANIFEST = "kb.json"
+TOPICS = ("Data Structures", "Algorithm Strategies", "String Processing", "Sorting and Searching", "Graph Theory",
+          "Bit Manipulation", "Mathematics and Number Theory", "Computational Geometry", "Optimization Problems",
+          "Two-Pointer Techniques", "Dynamic Programming", "Recursion and Backtracking", "Hashing Techniques",
+          "Other")  # RPM-MCTS's 14 algorithm categories (App. Table 3)
+
+
+class KnowledgeError(RuntimeError):
+    """A knowledge base that is missing, was built differently, or holds the problem being solved."""
+
+
+class WordLlamaEmbeddings(Embeddings):
+    """The offline default: wordllama's ``l2_supercat`` model (256 dimensions), loaded from its own wheel."""
+
+    name = "wordllama-l2_supercat-256"
+
+    def __init__(self, dim: int = 256):
+        import wordllama
+        from wordllama import WordLlama
+
+        self._model = WordLlama.load(cache_dir=os.path.dirname(wordllama.__file__), disable_download=True, dim=dim)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Unit-length embeddings of documents."""
+        return self._model.embed(list(texts), norm=True).tolist() if texts else []
+
+    def embed_query(self, text: str) -> list[float]:
+        """The unit-length embedding of one query."""
+        return self.embed_documents([text])[0]
+
+
+def embeddings_name(embeddings: Embeddings) -> str:
+    """What a knowledge base records about its embedder (a query must use the same one)."""
+    return getattr(embeddings, "name", None) or getattr(embeddings, "model", None) or type(embeddings).__name__
+
+
+def prefix_documents(record: dict) -> list[tuple[str, str, dict]]:
+    """(id, text, metadata) for every step prefix of one problem's steps."""
+    docs = []
+    for j in range(1, len(record["steps"]) + 1):
+        text = record["prompt"].rstrip() + "\n" + "\n".join(record["steps"][:j])
+        meta = {"problem_id": record["id"], "source": record["source"], "topic": record["topic"], "pre_steps_num": j}
+        docs.append((f"{record['source']}:{record['id']}:{j}", text, meta))
+    return docs
+
+
+def cosine_matrix(vectors: Sequence[Sequence[float]]) -> np.ndarray:
+    """Pairwise cosine similarities of vectors."""
+    m = np.asarray(vectors, dtype=float)
+    m = m / np.clip(np.linalg.norm(m, axis=1, keepdims=True), 1e-12, None)
+    return m @ m.T
+
+
+class KnowledgeBase:
+    """A persistent Chroma collection of step prefixes, with its manifest of datasets and problems."""
+
+    def __init__(self, path: str | os.PathLike, embeddings: Embeddings | None = None, *, create: bool = False):
+        import chromadb
+        from chromadb.config import Settings
+
+        self.path = Path(path).expanduser()
+        if not create and not (self.path / MANIFEST).is_file():
+            raise KnowledgeError(f"No knowledge base at {self.path}: build one with `codeforest kb build`")
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.embeddings = embeddings or WordLlamaEmbeddings()
+        self.manifest = self._read_manifest()
+        recorded = self.manifest.get("embeddings")
+        if recorded and recorded != embeddings_name(self.embeddings):
+            raise KnowledgeError(f"{self.path} was built with embeddings {recorded!r}, not "
+                                 f"{embeddings_name(self.embeddings)!r}; use the same embedder or rebuild it")
+        self.client = chromadb.PersistentClient(str(self.path), settings=Settings(anonymized_telemetry=False))
+        self.collection = self.client.get_or_create_collection(COLLECTION, metadata={"hnsw:space": "cosine"},
+                                                               embedding_function=None)
+
+    def _read_manifest(self) -> dict:
+        file = self.path / MANIFEST
+        return json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}
+
+    def _write_manifest(self) -> None:
+        tmp = self.path / (MANIFEST + ".tmp")
+        tmp.write_text(json.dumps(self.manifest, indent=1, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, self.path / MANIFEST)
+
+    def add(self, records: Iterable[dict], batch: int = 256) -> int:
+        """Embed and store the step prefixes of problems not stored yet; return how many problems were added."""
+        problems = self.manifest.setdefault("problems", {})
+        fresh = [r for r in records if r.get("steps") and r["fingerprint"] not in problems]
+        docs = [doc for record in fresh for doc in prefix_documents(record)]
+        for start in range(0, len(docs), batch):
+            chunk = docs[start:start + batch]
+            self.collection.upsert(ids=[d[0] for d in chunk], documents=[d[1] for d in chunk],
+                                   metadatas=[d[2] for d in chunk],
+                                   embeddings=self.embeddings.embed_documents([d[1] for d in chunk]))
+        for record in fresh:
+            problems[record["fingerprint"]] = {"id": record["id"], "source": record["source"]}
+        self.manifest["datasets"] = sorted({p["source"] for p in problems.values()})
+        self.manifest["embeddings"] = embeddings_name(self.embeddings)
+        self.manifest["documents"] = self.collection.count()
+        self._write_manifest()
+        return len(fresh)
+
+    def holds(self, fingerprint: str) -> dict | None:
+        """The KB's entry for a problem (by its prompt's fingerprint), or None."""
+        return self.manifest.get("problems", {}).get(fingerprint)
+
+    def reward(self, text: str, topic: str | None = None) -> float:
+        """K = max(0, the best cosine similarity of ``text`` to a stored prefix of the topic); 0 when none."""
+        hits = self.search(text, k=1, topic=topic)
+        return max(0.0, hits[0]["similarity"]) if hits else 0.0
+
+    def search(self, text: str, k: int = 3, topic: str | None = None) -> list[dict]:
+        """The ``k`` nearest stored prefixes: ``{"similarity", "document", **metadata}`` each, best first."""
+        if self.collection.count() == 0:
+            return []
+        found = self.collection.query(query_embeddings=[self.embeddings.embed_query(text)], n_results=k,
+                                      where={"topic": topic} if topic else None,
+                                      include=["documents", "metadatas", "distances"])
+        return [{"similarity": 1.0 - d, "document": doc, **meta}
+                for d, doc, meta in zip(found["distances"][0], found["documents"][0], found["metadatas"][0],
+                                        strict=True)]
+
+    def similarities(self, texts: Sequence[str]) -> np.ndarray:
+        """Pairwise cosine similarities of texts under the KB's embedder (RPM-MCTS's sibling filter)."""
+        return cosine_matrix(self.embeddings.embed_documents(list(texts)))
+
+    def as_retriever(self, k: int = 4, topic: str | None = None):
+        """The collection as a LangChain retriever (``langchain-chroma``), optionally filtered by topic."""
+        from langchain_chroma import Chroma
+
+        store = Chroma(client=self.client, collection_name=COLLECTION, embedding_function=self.embeddings)
+        return store.as_retriever(search_kwargs={"k": k, **({"filter": {"topic": topic}} if topic else {})})
