@@ -8,7 +8,7 @@ import re
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from codeforest.agents.base import Reply, structured_call
+from codeforest.agents.base import Reply, call_model, structured_call
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
 
@@ -125,3 +125,45 @@ def analyze_blocks(model: BaseChatModel, prompt: Prompt, problem: Problem, *, co
     if parsed is not None and isinstance(parsed.get("blocks"), list):
         return Reply("\n".join(json.dumps(b) for b in parsed["blocks"]), raw, cost)
     return Reply(raw.strip(), raw, cost)
+
+
+def _tagged_number(text: str, tag: str) -> float | None:
+    match = re.search(rf"<{tag}>\s*(-?\d+(?:\.\d+)?)", text, re.I)
+    return None if match is None else float(match.group(1))
+
+
+def score_steps(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list[str]) -> Reply[float]:
+    """RPM-MCTS's step critic: 0-10 for a partial solution (released rubric); unreadable: 0 (counted)."""
+    raw, cost = call_model_text(model, prompt.render("critic", problem=problem, steps="\n".join(steps)))
+    value = _tagged_number(raw, "score")
+    return Reply(0.0 if value is None else max(0.0, min(10.0, value)), raw, cost, parsed=value is not None)
+
+
+def evaluate_solution(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list[str], code: str,
+                      results: str) -> Reply[float]:
+    """RPM-MCTS's solution evaluator: 0-10 from steps, code and sandbox results; unreadable: 5.0 (released)."""
+    raw, cost = call_model_text(model, prompt.render("evaluate", problem=problem, steps="\n".join(steps), code=code,
+                                                     results=results))
+    value = _tagged_number(raw, "evaluation")
+    analysis = re.sub(r"<evaluation>.*?(</evaluation>|\Z)", "", raw, flags=re.S | re.I).strip()
+    return Reply(5.0 if value is None else max(0.0, min(10.0, value)), raw, cost, parsed=value is not None,
+                 analysis=analysis)
+
+
+def locate_error(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list[str], code: str, debug: str,
+                 first_rolled: int) -> Reply[int]:
+    """RPM-MCTS's error-step locator: the 1-based number of the first wrong step and the points to note.
+
+    Unreadable or out of range: ``first_rolled``, the first step of the roll-out (the released code's fallback).
+    """
+    raw, cost = call_model_text(model, prompt.render("locate", problem=problem, steps="\n".join(steps), code=code,
+                                                     debug=debug))
+    number = _tagged_number(raw, "step_n")
+    readable = number is not None and 1 <= int(number) <= len(steps)
+    analysis = re.sub(r"<step_n>.*?(</step_n>|\Z)", "", raw, flags=re.S | re.I).strip()
+    return Reply(int(number) if readable else first_rolled, raw, cost, parsed=readable, analysis=analysis)
+
+
+def call_model_text(model: BaseChatModel, user: str) -> tuple[str, dict]:
+    """One user message, the reply's text and cost."""
+    return call_model(model, [HumanMessage(user)])

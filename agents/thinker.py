@@ -184,3 +184,39 @@ def solution_steps(model: BaseChatModel, prompt: Prompt, problem: str, solution:
     raw, cost = call_model(model, [HumanMessage(user)])
     steps = parse_steps(raw)
     return Reply({"steps": steps, "topic": parse_topic(raw) or "Other"}, raw, cost, parsed=bool(steps))
+
+
+def classify_topic(model: BaseChatModel, prompt: Prompt, problem: str) -> Reply[str]:
+    """RPM-MCTS's topic of the problem being solved, one of the 14 (unreadable: "Other")."""
+    raw, cost = call_model(model, [HumanMessage(prompt.render("topic", problem=problem,
+                                                              topics="\n".join(f"- {t}" for t in TOPICS)))])
+    topic = parse_topic(raw)
+    return Reply(topic or "Other", raw, cost, parsed=topic is not None)
+
+
+def next_step(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list[str], siblings: list[str],
+              reflection: str) -> Reply[str]:
+    """RPM-MCTS's next-step proposer: one new step after ``steps``, unlike its ``siblings`` (sampled by the caller).
+
+    The text after "Next step:" (else the whole reply) without code blocks; an empty reply is a parse failure.
+    """
+    user = prompt.render("next_step", problem=problem, steps="\n".join(steps) or "(none)",
+                         siblings="\n".join(siblings) or "(none)", reflection=reflection or "(none)")
+    raw, cost = call_model(model, [HumanMessage(user)])
+    text = re.sub(r"```.*?(```|\Z)", "", raw, flags=re.S)
+    match = re.search(r"next\s+step\s*:?\s*(.*)", text, re.I | re.S)
+    body = " ".join((match.group(1) if match else text).split())
+    body = re.sub(r"^\**\s*Step\s*\d+\s*[:.)]\**\s*", "", body, flags=re.I)
+    return Reply(body, raw, cost, parsed=bool(body))
+
+
+def full_steps(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list[str]) -> Reply[list[str]]:
+    """RPM-MCTS's roll-out: the path's steps continued to a complete solution (the path kept as it is).
+
+    The reply's steps after the path's own; none readable is a parse failure (the path alone is returned).
+    """
+    user = prompt.render("full_steps", problem=problem, steps="\n".join(steps) or "(none)")
+    raw, cost = call_model(model, [HumanMessage(user)])
+    written = parse_steps(raw)
+    rolled = [re.sub(r"^Step \d+: ", "", s) for s in written[len(steps):]]
+    return Reply(rolled, raw, cost, parsed=bool(written))

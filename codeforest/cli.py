@@ -432,8 +432,9 @@ def cmd_kb_build(args: argparse.Namespace) -> int:
             task = bar.add_task("steps", total=None, last="")
 
             def on_step(record: dict, i: int, total: int) -> None:
-                bar.update(task, total=total, completed=i,
-                           last=f"{record['source']} {record['id']}: {len(record['steps'])} steps, {record['topic']}")
+                line = f"{record['source']} {record['id']}: {len(record['steps'])} steps, {record['topic']}"
+                bar.update(task, total=total, completed=i, last=line)
+                err.print(f"{line}, {record['tokens']} tokens, {time.monotonic() - started:.0f} s  [{i}/{total}]")
 
             written = write_steps(args.sources, steps, context, data_dir=args.data_dir, limit=args.limit,
                                   on_step=on_step)

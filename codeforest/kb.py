@@ -13,6 +13,7 @@ import hashlib
 import itertools
 import json
 import os
+import threading
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -21,6 +22,7 @@ from codeforest.agents import thinker
 from codeforest.context import Context
 from codeforest.problems import reference_solutions
 from codeforest.prompts import load_prompt
+from codeforest.tools.knowledge import MANIFEST, KnowledgeBase, KnowledgeError
 
 PACKAGED_STEPS = Path(str(resources.files("codeforest.tools") / "kb_steps.jsonl"))  # shipped in the package
 
@@ -91,3 +93,24 @@ def _append(path: Path, record: dict) -> None:
         f.write((json.dumps(record) + "\n").encode("utf-8"))
         f.flush()
         os.fsync(f.fileno())
+
+
+_opened: dict = {}
+_opening = threading.Lock()
+
+
+def open_knowledge(path: str | os.PathLike | None = None) -> KnowledgeBase:
+    """The knowledge base at ``path``, or the default one (built from the packaged steps, embeddings only, on
+    first use); opened once per process."""
+    target = Path(path).expanduser() if path else default_kb_path()
+    with _opening:
+        if str(target) not in _opened:
+            if path is None and not (target / MANIFEST).is_file():
+                records = [r for r in read_steps(PACKAGED_STEPS) if r["steps"]]
+                if not records:
+                    raise KnowledgeError("RPM-MCTS needs a knowledge base and none was found: build one with "
+                                         "`codeforest kb build --from DATASET --out DIR` and set kb_path, or run the "
+                                         "w/o-KB ablation with rpm_kb=false")
+                KnowledgeBase(target, create=True).add(records)
+            _opened[str(target)] = KnowledgeBase(target)
+        return _opened[str(target)]

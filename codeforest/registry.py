@@ -12,6 +12,7 @@ GRAPHS = {
     "codetree": "codeforest.graphs.codetree",
     "rethink_mcts": "codeforest.graphs.rethink_mcts",
     "bester": "codeforest.graphs.bester",
+    "rpm_mcts": "codeforest.graphs.rpm_mcts",
 }
 
 

@@ -15,7 +15,7 @@ from typing_extensions import TypedDict
 
 from codeforest.problems import Problem
 
-NodeKind = Literal["root", "strategy", "thought", "reflection", "code"]
+NodeKind = Literal["root", "strategy", "thought", "step", "reflection", "code"]
 NodeStatus = Literal["open", "aborted", "accepted", "refined", "failed", "passed", "unverified"]
 
 
@@ -56,6 +56,14 @@ class NodeRecord(TypedDict, total=False):
     rethinks: int  # RethinkMCTS: how often the node's thought was rewritten
     replaced_thought: str  # RethinkMCTS: the thought a rethink replaced
     seed: int  # BESTER: the sampling seed of the node's self-reflection
+    kb_reward: float  # RPM-MCTS: the knowledge-base process reward K of the path ending here
+    step_score: float  # RPM-MCTS: the step critic's 0-10 score of the path ending here
+    llm_score: float  # RPM-MCTS: the evaluator's 0-10 score of the roll-out simulated from here
+    expanded: bool  # RPM-MCTS: the node's next steps were proposed
+    grafted: bool  # RPM-MCTS: a roll-out step kept in the tree (before the first wrong one)
+    reflection: str  # RPM-MCTS: the error-step locator's analysis of a failed roll-out from here
+    passing: bool  # RPM-MCTS: a roll-out through here passed every public test and the evaluator
+    final_code: str  # RPM-MCTS: that roll-out's program
 
 
 class Cost(TypedDict, total=False):

@@ -82,7 +82,8 @@ def test_a_context_takes_the_fields_its_class_has_and_names_unknown_ones():
 def test_each_graph_shows_only_its_own_settings():
     for graph, cls in CONTEXTS.items():
         own = {f for f in cls.model_fields if f not in Context.model_fields}
-        prefix = {"direct": None, "codetree": "codetree_", "rethink_mcts": "rethink_", "bester": "bester_"}[graph]
+        prefix = {"direct": None, "codetree": "codetree_", "rethink_mcts": "rethink_", "bester": "bester_",
+                  "rpm_mcts": "rpm_"}[graph]
         assert all(prefix and f.startswith(prefix) for f in own), (graph, own)
 
 

@@ -71,7 +71,8 @@ def test_studio_gets_each_graphs_input_form_and_only_its_own_settings(server):
         assert schemas["input_schema"]["required"] == ["problem"], assistant["graph_id"]
         assert "final_code" in schemas["output_schema"]["properties"]
         settings = set(schemas["context_schema"]["properties"])
-        own = {"direct": (), "codetree": ("codetree_",), "rethink_mcts": ("rethink_",), "bester": ("bester_",)}
+        own = {"direct": (), "codetree": ("codetree_",), "rethink_mcts": ("rethink_",), "bester": ("bester_",),
+               "rpm_mcts": ("rpm_",)}
         others = [p for g, p in own.items() if g != assistant["graph_id"]]
         assert "model" in settings and not any(f.startswith(p) for f in settings for ps in others for p in ps)
 

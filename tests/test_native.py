@@ -27,7 +27,8 @@ DEC = {"id": "T/dec", "prompt": 'def dec(x):\n    """Return x minus one."""\n', 
        "entry_point": "dec", "public_tests": ["assert dec(1) == 0"]}
 # small budgets, so a scripted run stays short; the paper defaults are tested in each graph's own tests
 SMALL = {"direct": {}, "codetree": {"codetree_max_programs": 5, "codetree_width": 2},
-         "rethink_mcts": {"rethink_rollouts": 3, "rethink_width": 2}, "bester": {"bester_depth": 2, "bester_width": 2}}
+         "rethink_mcts": {"rethink_rollouts": 3, "rethink_width": 2}, "bester": {"bester_depth": 2, "bester_width": 2},
+         "rpm_mcts": {"rpm_rollouts": 2, "rpm_width": 2, "rpm_kb": False}}
 
 
 class Universal:
@@ -55,7 +56,11 @@ class Universal:
                  ("correctness score in range [-1, 1]", "0.5"), ("provide a new Thought to replace", "Add one."),
                  ("block by block", "[]"), ("provides strategies", "1. Add one to x.\n2. Add two to x."),
                  ("Reflect on the implementation", "1. Add one.\n2. Add two."), ("code reviewer", "Fine.\nTrue"),
-                 ("Score from 0 to 5", "Close.\n3"), ("experienced at identifying issues", "It is off by one.")]
+                 ("Score from 0 to 5", "Close.\n3"), ("experienced at identifying issues", "It is off by one."),
+                 ("correct **next step**", "Next step: Add one to x."), ("act as an evaluator", "<score>6</score>"),
+                 ("complete all remaining steps", "Step 1: Add one to x.\nStep 2: Return it."),
+                 ("Test case debug information", "<step_n>2</step_n> Add one, not zero."),
+                 ("Execute results on test cases", "Looks right.\n<evaluation>9.5</evaluation>")]
         for marker, answer in roles:
             if marker in text:
                 return answer
@@ -79,8 +84,9 @@ def test_input_output_and_context_json_schemas_build(graph):
         "final_code", "final_node", "stop_reason", "public_pass_rate", "error", "nodes", "cost"}
     context = compiled.get_context_jsonschema()["properties"]
     assert "model" in context and all(context[f].get("description") for f in context)
-    own = {"direct": "", "codetree": "codetree_", "rethink_mcts": "rethink_", "bester": "bester_"}[graph]
-    assert not any(f.startswith(("codetree_", "rethink_", "bester_")) and not (own and f.startswith(own))
+    own = {"direct": "", "codetree": "codetree_", "rethink_mcts": "rethink_", "bester": "bester_",
+           "rpm_mcts": "rpm_"}[graph]
+    assert not any(f.startswith(("codetree_", "rethink_", "bester_", "rpm_")) and not (own and f.startswith(own))
                    for f in context), "Studio shows only this graph's settings"
 
 

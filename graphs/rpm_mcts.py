@@ -1,0 +1,425 @@
+"""RPM-MCTS (2025): MCTS over algorithmic steps with a knowledge-base process reward.
+
+    START -> start -> setup -> select -> expand -> simulate --(success)--> finalize -> END
+                                 ^                      \\--> backpropagate --(rollouts left)--/
+                                 \\------------------------------------------/
+
+The root is the problem (with its public tests appended, as the released code shows it). Per rollout
+(Alg. 1, SPEC Part 2): from the root, the child with the best selection score is followed while a node is
+expanded; the leaf gets ``rpm_width`` next steps written one after another (each sees the earlier ones and
+the reflection of earlier simulations); a step whose embedding is more than ``rpm_similarity`` cosine-similar
+to a kept sibling is dropped; each kept step gets its knowledge-base reward K (the best cosine similarity of
+problem + steps to a stored step prefix of the problem's topic) and the step critic's 0-10 score. The best
+new step is rolled out to complete steps, implemented as code and run on the public tests; the LLM scores
+the solution, Q = γ·10·pass rate + (1-γ)·LLM score. All public tests passing with an LLM score of at least
+``rpm_success`` ends the search with that code. Otherwise the first wrong step is located (from a block-level
+trace when ``rpm_ldb``), the rolled-out steps before it are grafted into the tree and the locator's analysis
+becomes the reflection for later expansions. Values are backed up as the released code does. At the end the
+highest-valued node's path is turned into code once more.
+
+Selection: ``rpm_selection="paper"`` is Eq. 2-3, Q + β·√(ln N(s) / (1 + N(s,a))) + α·10·K, with a node's
+initial Q its critic score; ``"released"`` is the released code's, where K is folded into the initial value
+V0 = (1-α)·critic + α·10·K and a child scores V + β·√(2 ln N(s) / N(s,a)), an unvisited one V + 8. Ties go to
+a seeded random choice. Everything is on the released code's 0-10 scale.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import zlib
+from typing import Literal
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from pydantic import Field
+
+from codeforest.agents import critic, solver, thinker
+from codeforest.context import Context
+from codeforest.graphs import kit, search
+from codeforest.graphs.state import NodeRecord, SearchState
+from codeforest.kb import fingerprint, open_knowledge
+from codeforest.problems import Problem, public_suite
+from codeforest.tools.knowledge import KnowledgeBase, KnowledgeError, WordLlamaEmbeddings, cosine_matrix
+from codeforest.tools.testing import feedback_text
+from codeforest.tools.tracing import failing_test_trace
+
+BUDGET_UNIT = "rollouts"
+ROOT = kit.ROOT
+UNVISITED_BONUS = 8.0  # the released code's INF for an unvisited child
+
+
+class RpmContext(Context):
+    """RPM-MCTS's settings (SPEC-rethinkmcts-rpm-mcts.md Part 2): the paper's values, the released code's where
+    the paper gives none, the released variants as options."""
+
+    rpm_rollouts: int = Field(default=5, ge=1, description="RPM-MCTS budget: rollouts (5).")
+    rpm_width: int = Field(default=3, ge=1, description="Steps proposed per expansion, b (3).")
+    rpm_beta: float = Field(default=0.5, ge=0, description="UCB exploration weight β (0.5).")
+    rpm_alpha: float = Field(default=0.5, ge=0, le=1, description="Knowledge-base weight α (0.5).")
+    rpm_similarity: float = Field(default=0.85, gt=0, le=1, description=(
+        "Sibling filter: a step more cosine-similar than this to a kept sibling is dropped (0.85)."))
+    rpm_gamma: float = Field(default=0.5, ge=0, le=1, description=(
+        "Q = γ·10·pass rate + (1-γ)·LLM score (the paper gives none; released: 0.5)."))
+    rpm_success: float = Field(default=9.0, ge=0, le=10, description=(
+        "LLM score (0-10) that, with every public test passing, ends the search (released: 9)."))
+    rpm_temperature: float = Field(default=0.7, ge=0, le=2, description=(
+        "Sampling temperature of steps, roll-outs and evaluations (released: 0.7); each call has its own seed."))
+    rpm_selection: Literal["paper", "released"] = Field(default="paper", description=(
+        "'paper': Eq. 2-3, UCB + α·10·K at every selection; 'released': K folded into the initial value, "
+        "V + β·√(2 ln N / n), an unvisited child V + 8."))
+    rpm_kb: bool = Field(default=True, description=(
+        "False: the 'w/o KB' ablation (K = 0, no knowledge base needed)."))
+    rpm_filter: bool = Field(default=True, description="False: the ablation without the sibling similarity filter.")
+    rpm_ldb: bool = Field(default=True, description=(
+        "True: locate the wrong step from a block-level trace of a failing test (the paper); False: from the "
+        "evaluator's analysis (the released run config)."))
+
+
+CONTEXT = RpmContext
+
+
+class RpmState(SearchState, total=False):
+    """The common state plus the topic, the current path, its new steps, the reflection and the rollouts."""
+
+    topic: str | None
+    path: list[str]
+    new_steps: list[str]  # the steps the last expansion added
+    simulated: str | None  # the step the last simulation rolled out
+    q: float  # its solution value, to back up
+    reflection: str  # the locator's analysis from the latest failed simulation
+    rollouts: int
+    solved: str | None  # the node ending a roll-out that passed
+    stop: str | None
+
+
+STATE = RpmState
+FRESH = {"topic": None, "path": [], "new_steps": [], "simulated": None, "q": 0.0, "reflection": "", "rollouts": 0,
+         "solved": None, "stop": None}
+
+
+def budget(context: RpmContext) -> int:
+    """RPM-MCTS's budget in its unit: rollouts."""
+    return context.rpm_rollouts
+
+
+def recursion_limit(context: RpmContext) -> int:
+    """Steps of the longest run: start, setup, four per rollout, finalize."""
+    return kit.recursion_limit(3 + 4 * context.rpm_rollouts)
+
+
+# --- decision rules (pure) --------------------------------------------------------------------------
+
+def question(problem: Problem) -> str:
+    """The problem as RPM-MCTS shows it: the prompt with the public tests appended."""
+    tests = problem["public_tests"]
+    shown = tests if problem["kind"] == "function" else [f"input: {t['input']!r} -> output: {t['output']!r}"
+                                                         for t in tests]
+    return problem["prompt"].rstrip() + ("\npublic tests:\n" + "\n".join(shown) if shown else "")
+
+
+def steps_on(nodes: dict[str, NodeRecord], path: list[str]) -> list[str]:
+    """The steps along a path, numbered as the prompts show them."""
+    return [f"Step {i}: {nodes[n]['text']}" for i, n in enumerate((n for n in path if n != ROOT), 1)]
+
+
+def initial_value(step_score: float, kb_reward: float, context: RpmContext) -> float:
+    """A new step's value: its critic score, with K folded in under the released selection."""
+    if context.rpm_selection == "released":
+        return (1 - context.rpm_alpha) * step_score + context.rpm_alpha * 10 * kb_reward
+    return step_score
+
+
+def selection_score(child: NodeRecord, parent_visits: int, context: RpmContext) -> float:
+    """Eq. 2-3 (paper) or the released code's UCB over V."""
+    value, visits = child.get("value", 0.0), child.get("visits", 0)
+    if context.rpm_selection == "released":
+        if visits == 0:
+            return value + UNVISITED_BONUS
+        return value + context.rpm_beta * math.sqrt(2 * math.log(max(parent_visits, 1)) / visits)
+    explore = math.sqrt(math.log(parent_visits) / (1 + visits)) if parent_visits > 0 else 0.0
+    return value + context.rpm_beta * explore + context.rpm_alpha * 10 * child.get("kb_reward", 0.0)
+
+
+def best_child(nodes: dict[str, NodeRecord], parent: str, context: RpmContext, rng: random.Random,
+               among: list[str] | None = None) -> str | None:
+    """The child with the best selection score; ties resolved at random (seeded)."""
+    kids = [c for c in search.children(nodes, parent) if among is None or c["id"] in among]
+    if not kids:
+        return None
+    scores = [selection_score(c, nodes[parent].get("visits", 0), context) for c in kids]
+    top = max(scores)
+    return rng.choice([c["id"] for c, s in zip(kids, scores, strict=True) if s == top])
+
+
+def kept_siblings(similarity, threshold: float) -> list[int]:
+    """Greedy in proposal order: a step is kept unless it is more similar than ``threshold`` to a kept one."""
+    kept: list[int] = []
+    for i in range(len(similarity)):
+        if all(similarity[i][j] <= threshold for j in kept):
+            kept.append(i)
+    return kept
+
+
+def solution_value(pass_rate: float, llm_score: float, context: RpmContext) -> float:
+    """Eq. 6 on the 0-10 scale: γ·10·pass rate + (1-γ)·LLM score."""
+    return context.rpm_gamma * 10 * pass_rate + (1 - context.rpm_gamma) * llm_score
+
+
+def backed_up(nodes: dict[str, NodeRecord], leaf: str, value: float) -> dict[str, NodeRecord]:
+    """The released backup: the simulated node's V moves halfway to the value; each ancestor's V becomes the
+    visit-weighted mean of its children's V; every node on the path gets one more visit."""
+    updates: dict[str, NodeRecord] = {leaf: {"value": 0.5 * nodes[leaf].get("value", 0.0) + 0.5 * value,
+                                             "visits": nodes[leaf].get("visits", 0) + 1}}
+    view = {**nodes, leaf: {**nodes[leaf], **updates[leaf]}}
+    for node_id in reversed(search.path_to(nodes, leaf)[:-1]):
+        kids = search.children(view, node_id)
+        weight = sum(k.get("visits", 0) for k in kids)
+        mean = sum(k.get("value", 0.0) * k.get("visits", 0) for k in kids) / weight if weight else 0.0
+        updates[node_id] = {"value": mean, "visits": view[node_id].get("visits", 0) + 1}
+        view[node_id] = {**view[node_id], **updates[node_id]}
+    return updates
+
+
+def final_choice(nodes: dict[str, NodeRecord]) -> str | None:
+    """The node ending a passing roll-out with the highest value, else the highest-valued step (ties: earliest)."""
+    steps = sorted((n for n in nodes.values() if n["id"] != ROOT), key=lambda n: n["order"])
+    passing = [n for n in steps if n.get("passing")]
+    chosen = kit.best(passing or steps, key=lambda n: n.get("value", 0.0))
+    return chosen["id"] if chosen else None
+
+
+# --- nodes ----------------------------------------------------------------------------------------------
+
+def _sampled(model: BaseChatModel, context: RpmContext, problem: Problem, *purpose: object) -> BaseChatModel:
+    """The model bound to RPM-MCTS's sampling temperature with a seed of its own (reruns are reproducible)."""
+    seed = zlib.crc32(":".join(map(str, (problem["id"], *purpose))).encode()) % 2**31
+    return model.bind(temperature=context.rpm_temperature, seed=seed)
+
+
+def setup(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel | None = None) -> dict:
+    """Check the knowledge base (it must not hold this problem), classify the problem's topic, plant the root."""
+    context = kit.settings(runtime, CONTEXT)
+    problem = state["problem"]
+    knowledge = _knowledge(context)
+    update: dict = {"nodes": {ROOT: kit.root_node()}, "topic": None}
+    if knowledge is not None:
+        held = knowledge.holds(fingerprint(problem["prompt"]))
+        if held:
+            raise KnowledgeError(f"the knowledge base {knowledge.path} holds this problem ({held['source']} "
+                                 f"{held['id']}): build it from a split other than the one you evaluate")
+        reply = thinker.classify_topic(kit.chat_model(context, model), kit.prompt(context, "thinker_rpm"),
+                                       question(problem))
+        kit.emit("topic", topic=reply.value)
+        update.update(topic=reply.value, cost=reply.cost)
+    return update
+
+
+def select(state: RpmState, runtime: Runtime[RpmContext]) -> dict:
+    """From the root, follow the best-scoring child while the node is expanded; stop without steps for a rollout."""
+    context = kit.settings(runtime, CONTEXT)
+    if kit.steps_left(state) < 4:  # expand, simulate, backpropagate, finalize
+        return {"stop": kit.STEP_LIMIT}
+    nodes, path = state["nodes"], [ROOT]
+    rng = random.Random(f"{state['problem']['id']}:{state['rollouts']}")
+    while nodes[path[-1]].get("expanded") and (child := best_child(nodes, path[-1], context, rng)):
+        path.append(child)
+    kit.emit("selected", node=path[-1], path=path)
+    return {"path": path}
+
+
+def expand(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel | None = None) -> dict:
+    """Propose ``rpm_width`` next steps one after another, drop near-duplicates, value the rest (KB + critic)."""
+    context = kit.settings(runtime, CONTEXT)
+    problem, nodes, leaf = state["problem"], state["nodes"], state["path"][-1]
+    llm, text = kit.chat_model(context, model), question(problem)
+    steps, costs, proposals = steps_on(nodes, state["path"]), [], []
+    for i in range(context.rpm_width):
+        reply = thinker.next_step(_sampled(llm, context, problem, leaf, state["rollouts"], i),
+                                  kit.prompt(context, "thinker_rpm"), text, steps=steps, siblings=proposals,
+                                  reflection=state["reflection"])
+        costs.append(reply.cost)
+        if reply.value:
+            proposals.append(reply.value)
+    kept = list(range(len(proposals)))
+    if context.rpm_filter and len(proposals) > 1:
+        kept = kept_siblings(_similarities(context, proposals), context.rpm_similarity)
+    knowledge, base, children = _knowledge(context), kit.next_order(nodes), {}
+    for j, i in enumerate(kept):
+        path_steps = [*steps, f"Step {len(steps) + 1}: {proposals[i]}"]
+        k = knowledge.reward(text + "\n" + "\n".join(path_steps), state["topic"]) if knowledge else 0.0
+        judged = critic.score_steps(llm, kit.prompt(context, "critic_rpm"), text, steps=path_steps)
+        costs.append(judged.cost)
+        child = kit.new_node(base + j, parent=nodes[leaf], kind="step", text=proposals[i], kb_reward=k,
+                             step_score=judged.value, value=initial_value(judged.value, k, context), visits=0)
+        children[child["id"]] = child
+    dropped = len(proposals) - len(kept)
+    if dropped:
+        kit.emit("filtered", node=leaf, dropped=dropped)
+    return {"nodes": {**children, leaf: {"expanded": True}}, "new_steps": list(children), "cost": _total(costs)}
+
+
+def simulate(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel | None = None) -> dict:
+    """Roll the best new step out to complete steps, implement and test them, score the solution; on failure
+    locate the first wrong step, graft the correct roll-out steps and keep the reflection."""
+    context = kit.settings(runtime, CONTEXT)
+    problem, nodes = state["problem"], state["nodes"]
+    rng = random.Random(f"{problem['id']}:{state['rollouts']}:simulate")
+    chosen = best_child(nodes, state["path"][-1], context, rng, among=state["new_steps"]) or state["path"][-1]
+    if chosen == ROOT:
+        return {"stop": "tree_exhausted"}
+    llm, text, path = kit.chat_model(context, model), question(problem), search.path_to(nodes, chosen)
+    steps = steps_on(nodes, path)
+    rolled = thinker.full_steps(_sampled(llm, context, problem, chosen, "roll"), kit.prompt(context, "thinker_rpm"),
+                                text, steps=steps)
+    every = steps + [f"Step {len(steps) + i}: {s}" for i, s in enumerate(rolled.value, 1)]
+    program = solver.write_code(llm, kit.prompt(context, "solver_rpm"), problem, thoughts="\n".join(every))
+    result, tested = kit.run_program(problem, program.value, context, chosen)
+    pass_rate = result.pass_rate if result.total else 1.0  # no public tests: the evaluator decides
+    judged = critic.evaluate_solution(_sampled(llm, context, problem, chosen, "eval"),
+                                      kit.prompt(context, "critic_rpm"), text, steps=every, code=program.value,
+                                      results=feedback_text(result))
+    q = solution_value(pass_rate, judged.value, context)
+    kit.emit("reward", node=chosen, pass_rate=round(pass_rate, 3), llm=judged.value, value=round(q, 3))
+    costs = [rolled.cost, {**program.cost, "programs": 1, "sandbox_runs": 1}, judged.cost]
+    update = {"nodes": {chosen: {**tested, "llm_score": judged.value}}, "simulated": chosen, "q": q}
+    if pass_rate == 1.0 and judged.value >= context.rpm_success:
+        grafted = _graft(nodes, chosen, rolled.value, q)
+        update["nodes"].update(grafted)
+        update["solved"] = list(grafted)[-1] if grafted else chosen
+        update["nodes"].setdefault(update["solved"], {}).update(passing=True, final_code=program.value,
+                                                                 execution=tested["execution"],
+                                                                 status=tested["status"])
+        return {**update, "cost": _total(costs)}
+    debug = _debug_text(problem, program.value, result, judged.analysis, context, llm, costs)
+    located = critic.locate_error(llm, kit.prompt(context, "critic_rpm"), text, steps=every, code=program.value,
+                                  debug=debug, first_rolled=len(steps) + 1)
+    costs.append(located.cost)
+    keep = max(0, located.value - 1 - len(steps))  # the roll-out's steps before the first wrong one
+    kit.emit("located", node=chosen, step=located.value, grafted=keep)
+    update["nodes"].update(_graft(nodes, chosen, rolled.value[:keep], q))
+    update["nodes"][chosen]["reflection"] = located.analysis
+    return {**update, "reflection": located.analysis, "cost": _total(costs)}
+
+
+def backpropagate(state: RpmState, runtime: Runtime[RpmContext]) -> dict:
+    """Back the solution's value up (released rule); count the rollout; stop at the budget or the step limit."""
+    context = kit.settings(runtime, CONTEXT)
+    updates = backed_up(state["nodes"], state["simulated"], state["q"]) if state.get("simulated") else {}
+    rollouts = state["rollouts"] + 1
+    kit.emit("backpropagated", node=state.get("simulated"), value=round(state.get("q", 0.0), 3), rollout=rollouts)
+    stop = state.get("stop")
+    if rollouts >= context.rpm_rollouts:
+        stop = "budget_exhausted"
+    elif kit.steps_left(state) < 5:  # select, expand, simulate, backpropagate, finalize
+        stop = kit.STEP_LIMIT
+    return {"nodes": updates, "rollouts": rollouts, "stop": stop, "simulated": None}
+
+
+def finalize(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel | None = None) -> dict:
+    """Return the passing roll-out's code; else implement the highest-valued node's path once more."""
+    context = kit.settings(runtime, CONTEXT)
+    if state.get("solved"):
+        node = state["nodes"][state["solved"]]
+        return kit.finish(state, node["id"], node["final_code"], node["execution"], "solved")
+    reason = state.get("stop") or "budget_exhausted"
+    if kit.failed(state):  # a model call failed for good: the best program tested so far
+        tested = [n for n in state["nodes"].values() if n.get("code")]
+        return kit.finish_node(state, kit.best(tested, key=lambda n: n.get("value", 0.0))["id"] if tested else None,
+                               reason)
+    chosen = final_choice(state["nodes"])
+    if chosen is None:
+        return kit.finish_node(state, None, reason)
+    problem = state["problem"]
+    steps = steps_on(state["nodes"], search.path_to(state["nodes"], chosen))
+    program = solver.write_code(_sampled(kit.chat_model(context, model), context, problem, chosen, "final"),
+                                kit.prompt(context, "solver_rpm"), problem, thoughts="\n".join(steps))
+    _, tested = kit.run_program(problem, program.value, context, chosen)
+    out = kit.finish(state, chosen, program.value, tested["execution"], reason)
+    return {**out, "nodes": {chosen: tested}, "cost": {**program.cost, "programs": 1, "sandbox_runs": 1}}
+
+
+# --- helpers ----------------------------------------------------------------------------------------------
+
+def _graft(nodes: dict[str, NodeRecord], parent: str, steps: list[str], value: float) -> dict[str, NodeRecord]:
+    """Roll-out steps as a chain of nodes below ``parent`` (value and one visit each, all but the last expanded)."""
+    grafted: dict[str, NodeRecord] = {}
+    base, above = kit.next_order(nodes), nodes[parent]
+    for i, step in enumerate(steps):
+        node = kit.new_node(base + i, parent=above, kind="step", text=step, value=value, visits=1,
+                            expanded=i < len(steps) - 1, grafted=True)
+        grafted[node["id"]] = above = node
+    return grafted
+
+
+def _debug_text(problem: Problem, code: str, result, analysis: str, context: RpmContext, llm: BaseChatModel,
+                costs: list[dict]) -> str:
+    """What the locator sees: the block-level analysis of a failing test (``rpm_ldb``), else the evaluator's."""
+    if not context.rpm_ldb or result.all_passed or not result.total:
+        return analysis or feedback_text(result)
+    trace, index = failing_test_trace(code, public_suite(problem), result, backend=context.sandbox)
+    if index is None:
+        return f"{feedback_text(result)}\n{trace}"
+    outcome = result.outcomes[index]
+    blocks = critic.analyze_blocks(llm, kit.prompt(context, "critic_mcts"), problem, code=code,
+                                   test=outcome.test.strip(), output=str(outcome.actual or outcome.error),
+                                   trace=trace, structured=context.structured_output)
+    costs.append(blocks.cost)
+    return f"{feedback_text(result)}\n{trace}\n{blocks.value}"
+
+
+def _total(costs: list[dict]) -> dict:
+    total: dict = {}
+    for cost in costs:
+        for key, value in cost.items():
+            total[key] = total.get(key, 0) + value
+    return total
+
+
+_embedders: dict = {}
+
+
+def _similarities(context: RpmContext, texts: list[str]):
+    knowledge = _knowledge(context)
+    if knowledge is not None:
+        return knowledge.similarities(texts)
+    if "default" not in _embedders:
+        _embedders["default"] = WordLlamaEmbeddings()
+    return cosine_matrix(_embedders["default"].embed_documents(texts))
+
+
+def _knowledge(context: RpmContext) -> KnowledgeBase | None:
+    """The run's knowledge base (None for the w/o-KB ablation); a missing one fails before any model call."""
+    if not context.rpm_kb:
+        return None
+    return open_knowledge(context.kb_path or None)
+
+
+# --- wiring ---------------------------------------------------------------------------------------------
+
+def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
+    """The uncompiled RPM-MCTS graph; ``model`` replaces the context's model."""
+    builder = kit.builder(STATE, CONTEXT)
+    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT), "setup": setup, "select": select,
+                            "expand": expand, "simulate": simulate, "backpropagate": backpropagate,
+                            "finalize": finalize}, model)
+    builder.add_edge(START, "start")
+    builder.add_edge("start", "setup")
+    builder.add_edge("setup", "select")
+    builder.add_conditional_edges("select", lambda s: "finalize" if s["stop"] else "expand", ["expand", "finalize"])
+    builder.add_edge("expand", "simulate")
+    builder.add_conditional_edges("simulate", lambda s: "finalize" if s.get("solved") or s["stop"] else
+                                  "backpropagate", ["backpropagate", "finalize"])
+    builder.add_conditional_edges("backpropagate", lambda s: "finalize" if s["stop"] else "select",
+                                  ["select", "finalize"])
+    builder.add_edge("finalize", END)
+    return builder
+
+
+def build_graph(checkpointer=None, *, model: BaseChatModel | None = None, name: str = "rpm_mcts"):
+    """Compile RPM-MCTS; ``model`` overrides the context's model (library use, tests)."""
+    return graph_builder(model).compile(checkpointer=checkpointer, name=name)
+
+
+graph = build_graph()

@@ -1,0 +1,161 @@
+"""RPM-MCTS driven by a scripted model over a real knowledge base on disk: the sibling filter, K and critic
+values, a failed roll-out (block trace, error-step location, grafting, reflection), the success stop, the
+knowledge-base guards, and the pure rules with hand-computed numbers."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from codeforest.graphs.rpm_mcts import (
+    RpmContext,
+    backed_up,
+    build_graph,
+    final_choice,
+    initial_value,
+    kept_siblings,
+    selection_score,
+    solution_value,
+)
+from codeforest.kb import fingerprint
+from codeforest.tools.knowledge import KnowledgeBase, KnowledgeError
+from tests.fakes import RespondingChatModel
+
+PROBLEM = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",
+           "entry_point": "inc", "public_tests": ["assert inc(1) == 2", "assert inc(5) == 6"]}
+ROLES = [("based on the programming problem.", "topic"), ("correct **next step**", "next"),
+         ("act as an evaluator", "critic"), ("complete all remaining steps", "roll"),
+         ("code implementer", "code"), ("Test case debug information", "locate"),
+         ("Execute results on test cases", "evaluate"), ("block by block", "blocks")]
+
+
+class Script:
+    def __init__(self, **replies):
+        self.replies = {k: list(v) for k, v in replies.items()}
+        self.roles, self.prompts, self.kwargs = [], {}, []
+
+    def __call__(self, messages, **kwargs):
+        text = "\n".join(str(m.content) for m in messages)
+        role = next(r for key, r in ROLES if key in text)
+        self.roles.append(role)
+        self.kwargs.append(kwargs)
+        self.prompts.setdefault(role, []).append(text)
+        assert self.replies.get(role), f"no scripted reply left for {role}"
+        return self.replies[role].pop(0)
+
+
+def code(body):
+    return f"```python\ndef inc(x):\n    return {body}\n```"
+
+
+@pytest.fixture(scope="module")
+def kb_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("kb")
+    record = {"id": "K/1", "source": "mine", "topic": "Mathematics and Number Theory",
+              "prompt": "Write a function that returns its integer argument increased by one.",
+              "steps": ["Step 1: Add one to the argument.", "Step 2: Return the sum."]}
+    KnowledgeBase(path, create=True).add([{**record, "fingerprint": fingerprint(record["prompt"])}])
+    return str(path)
+
+
+def run(script, kb_path, **settings):
+    context = RpmContext(kb_path=kb_path, structured_output=False, **settings)
+    return build_graph(model=RespondingChatModel(respond=script, pass_kwargs=True)).invoke({"problem": PROBLEM},
+                                                                                         context=context)
+
+
+def test_a_failed_rollout_is_located_grafted_and_reflected_then_a_passing_one_ends_the_search(kb_path):
+    script = Script(
+        topic=["It adds numbers.\n<topic>Mathematics and Number Theory</topic>"],
+        next=["Next step: Add one to the argument.", "Next step: Add one to the argument.",
+              "Next step: Square the argument.",
+              "Next step: Add exactly one, not two.", "Next step: Return x + 1 directly.", "Next step: Use 1 + x."],
+        critic=["Fine.\n<score>7</score>", "Wrong.\n<score>2</score>",
+                "<score>8</score>", "<score>6</score>", "<score>5</score>"],
+        roll=["Step 1: Add one to the argument.\nStep 2: Add one more.\nStep 3: Return it.",
+              "Step 1: Add one to the argument.\nStep 2: Add exactly one, not two.\nStep 3: Return it."],
+        code=[code("x + 2"), code("x + 1")],
+        evaluate=["Off by one.\n<evaluation>2.0</evaluation>", "Correct.\n<evaluation>9.5</evaluation>"],
+        blocks=['[{"block": "BLOCK-0", "correct": false, "explanation": "adds two"}]'],
+        locate=["<step_n>3</step_n> Step 2 is right but step 3 must not add again: add exactly one."],
+    )
+    out = run(script, kb_path, rpm_width=3)
+    nodes = out["nodes"]
+    assert script.roles == ["topic", "next", "next", "next", "critic", "critic", "roll", "code", "evaluate",
+                            "blocks", "locate", "next", "next", "next", "critic", "critic", "critic", "roll", "code",
+                            "evaluate"]
+    # expansion 1: the repeated proposal is filtered out; K from the KB, V0 = the critic's score (paper)
+    first = [n for n in nodes.values() if n.get("parent") == "root"]
+    assert [n["text"] for n in first] == ["Add one to the argument.", "Square the argument."]
+    assert [n["step_score"] for n in first] == [7.0, 2.0] and first[0]["kb_reward"] > first[1]["kb_reward"] > 0
+    n1 = nodes["n1"]
+    # roll-out 1: pass 0/2, LLM 2 -> Q = 0.5*0 + 0.5*2 = 1; step 3 wrong: the rolled step 2 is grafted below n1
+    assert n1["llm_score"] == 2.0 and n1["visits"] == 1 and n1["value"] == pytest.approx(0.5 * 7 + 0.5 * 1.0)
+    grafted = [n for n in nodes.values() if n.get("grafted")]
+    assert [(n["text"], n["parent"], n["value"], n["visits"]) for n in grafted] == [
+        ("Add one more.", "n1", 1.0, 1),  # roll-out 1's step before the wrong one, valued Q = 1
+        ("Return it.", "n4", pytest.approx(0.5 * 10 + 0.5 * 9.5), 1)]  # roll-out 2, which passed: all of it
+    assert "add exactly one" in n1["reflection"] and "adds two" in script.prompts["locate"][0]
+    assert all("add exactly one" in p for p in script.prompts["next"][3:])  # the reflection guides expansion 2
+    # selection 2 (N(root) = 1, so no exploration term): n1 (4 + 5·K) beats n2 (2 + 5·K); n1 itself was only
+    # simulated, not expanded, so expansion 2 adds n4-n6 beside the graft; the critic's best, n4, passes
+    assert [nodes[i]["parent"] for i in ("n4", "n5", "n6")] == ["n1"] * 3 and out["final_node"] == "n7"
+    assert out["stop_reason"] == "solved" and "x + 1" in out["final_code"] and out["public_pass_rate"] == 1.0
+    solved = nodes[out["final_node"]]
+    assert solved["passing"] and solved["final_code"] == out["final_code"] and solved.get("grafted")
+    assert out["cost"]["programs"] == 2 and out["cost"]["llm_calls"] == 20
+    # steps, roll-outs and evaluations are sampled at 0.7 with their own seeds; the rest is greedy
+    sampled = [k for k in script.kwargs if "seed" in k]
+    assert {k["temperature"] for k in sampled} == {0.7} and len({k["seed"] for k in sampled}) == len(sampled) == 10
+
+
+def test_budget_end_regenerates_the_best_nodes_code(kb_path):
+    script = Script(topic=["<topic>Other</topic>"], next=["Next step: Return x."], critic=["<score>4</score>"],
+                    roll=["Step 1: Return x."], code=[code("x"), code("x + 1")],
+                    evaluate=["Wrong.\n<evaluation>1</evaluation>"], locate=["Nothing to say."])
+    out = run(script, kb_path, rpm_width=1, rpm_rollouts=1, rpm_ldb=False)
+    assert script.roles == ["topic", "next", "critic", "roll", "code", "evaluate", "locate", "code"]
+    assert out["stop_reason"] == "budget_exhausted" and out["final_node"] == "n1"
+    assert "x + 1" in out["final_code"] and out["public_pass_rate"] == 1.0  # the regenerated program, tested
+    assert out["cost"]["parse_failures"] == 1  # the locator's unreadable step: its fallback, the first rolled
+
+
+def test_knowledge_base_guards(kb_path, tmp_path):
+    held = {**PROBLEM, "prompt": "Write a function that returns its integer argument increased by one."}
+    script = Script()
+    with pytest.raises(KnowledgeError, match="holds this problem .*mine K/1.*other than the one you evaluate"):
+        build_graph(model=RespondingChatModel(respond=script, pass_kwargs=True)).invoke(
+            {"problem": held}, context=RpmContext(kb_path=kb_path))
+    with pytest.raises(KnowledgeError, match="No knowledge base at .*codeforest kb build.*rpm_kb=false"):
+        build_graph(model=RespondingChatModel(respond=script, pass_kwargs=True)).invoke(
+            {"problem": PROBLEM}, context=RpmContext(kb_path=str(tmp_path / "none")))
+    assert script.roles == []  # both before any model call
+    ablated = Script(next=["Next step: Add one."], critic=["<score>9</score>"], roll=["Step 1: Add one."],
+                     code=[code("x + 1")], evaluate=["<evaluation>10</evaluation>"])
+    out = run(ablated, kb_path=str(tmp_path / "none"), rpm_kb=False, rpm_width=1)
+    assert ablated.roles == ["next", "critic", "roll", "code", "evaluate"] and out["stop_reason"] == "solved"
+    assert out["nodes"]["n1"]["kb_reward"] == 0.0
+
+
+def test_selection_values_and_backup_by_hand():
+    paper, released = RpmContext(rpm_kb=False), RpmContext(rpm_kb=False, rpm_selection="released")
+    child = {"value": 6.0, "visits": 1, "kb_reward": 0.4}
+    # paper: Q + β·sqrt(ln N / (1 + n)) + α·10·K = 6 + 0.5·sqrt(ln 4 / 2) + 0.5·4
+    assert selection_score(child, 4, paper) == pytest.approx(6 + 0.5 * (2 ** 0.5 * 0.5 ** 0.5) * (0.6931 ** 0.5) + 2,
+                                                              rel=1e-3)
+    # released: V + β·sqrt(2 ln N / n); unvisited: V + 8
+    assert selection_score(child, 4, released) == pytest.approx(6 + 0.5 * (2 * 1.3863) ** 0.5, rel=1e-3)
+    assert selection_score({**child, "visits": 0}, 4, released) == 14.0
+    assert initial_value(6, 0.4, paper) == 6 and initial_value(6, 0.4, released) == pytest.approx(0.5 * 6 + 2)
+    assert solution_value(0.5, 8, paper) == pytest.approx(0.5 * 5 + 0.5 * 8)
+    assert kept_siblings([[1, 0.9, 0.2], [0.9, 1, 0.1], [0.2, 0.1, 1]], 0.85) == [0, 2]
+    nodes = {"root": {"id": "root", "parent": None, "visits": 2, "value": 0.0, "order": 0},
+             "a": {"id": "a", "parent": "root", "visits": 1, "value": 4.0, "order": 1},
+             "b": {"id": "b", "parent": "root", "visits": 1, "value": 8.0, "order": 2}}
+    updates = backed_up(nodes, "a", 6.0)  # a: 0.5·4 + 0.5·6 = 5, 2 visits; root: (5·2 + 8·1) / 3
+    assert updates == {"a": {"value": 5.0, "visits": 2}, "root": {"value": pytest.approx(6.0), "visits": 3}}
+    assert final_choice({**nodes, "b": {**nodes["b"], "value": 1.0, "passing": True}}) == "b"
+    assert final_choice(nodes) == "b"
+    rng = random.Random(0)
+    assert {rng.choice(["x", "y"]) for _ in range(20)} == {"x", "y"}  # ties are random, seeded per rollout
