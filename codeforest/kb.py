@@ -9,7 +9,6 @@ Chroma collection (``tools/knowledge.py``).
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import os
@@ -22,7 +21,7 @@ from codeforest.agents import thinker
 from codeforest.context import Context
 from codeforest.problems import reference_solutions
 from codeforest.prompts import load_prompt
-from codeforest.tools.knowledge import MANIFEST, KnowledgeBase, KnowledgeError
+from codeforest.tools.knowledge import MANIFEST, KnowledgeBase, KnowledgeError, fingerprint
 
 PACKAGED_STEPS = Path(str(resources.files("codeforest.tools") / "kb_steps.jsonl"))  # shipped in the package
 
@@ -38,11 +37,6 @@ def interleaved(datasets: list[str], data_dir: str | None = None) -> list[dict]:
     """The source problems, one from each dataset in turn: ``{"id", "source", "prompt", "solution"}``."""
     per_source = [[{**p, "source": name} for p in reference_solutions(name, data_dir)] for name in datasets]
     return [p for group in itertools.zip_longest(*per_source) for p in group if p is not None]
-
-
-def fingerprint(prompt: str) -> str:
-    """A problem's identity in a knowledge base: its prompt text, whitespace aside."""
-    return hashlib.sha256(" ".join(prompt.split()).encode()).hexdigest()[:16]
 
 
 def read_steps(path: str | Path) -> list[dict]:

@@ -72,6 +72,9 @@ class RpmContext(Context):
     rpm_kb: bool = Field(default=True, description=(
         "False: the 'w/o KB' ablation (K = 0, no knowledge base needed)."))
     rpm_filter: bool = Field(default=True, description="False: the ablation without the sibling similarity filter.")
+    rpm_exec_reward: bool = Field(default=True, description=(
+        "False: the ablation without the execution reward: Q is the LLM's score alone, the evaluator is not shown "
+        "the test results and success needs only the LLM score (the program is still run, for the report)."))
     rpm_ldb: bool = Field(default=True, description=(
         "True: locate the wrong step from a block-level trace of a failing test (the paper); False: from the "
         "evaluator's analysis (the released run config)."))
@@ -277,10 +280,13 @@ def simulate(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel
     program = solver.write_code(llm, kit.prompt(context, "solver_rpm"), problem, thoughts="\n".join(every))
     result, tested = kit.run_program(problem, program.value, context, chosen)
     pass_rate = result.pass_rate if result.total else 1.0  # no public tests: the evaluator decides
+    shown = feedback_text(result) if context.rpm_exec_reward else "(not run)"
     judged = critic.evaluate_solution(_sampled(llm, context, problem, chosen, "eval"),
                                       kit.prompt(context, "critic_rpm"), text, steps=every, code=program.value,
-                                      results=feedback_text(result))
-    q = solution_value(pass_rate, judged.value, context)
+                                      results=shown)
+    if not context.rpm_exec_reward:
+        pass_rate = 1.0 if judged.value >= context.rpm_success else 0.0  # the search sees the LLM only
+    q = solution_value(pass_rate, judged.value, context) if context.rpm_exec_reward else judged.value
     kit.emit("reward", node=chosen, pass_rate=round(pass_rate, 3), llm=judged.value, value=round(q, 3))
     costs = [rolled.cost, {**program.cost, "programs": 1, "sandbox_runs": 1}, judged.cost]
     update = {"nodes": {chosen: {**tested, "llm_score": judged.value}}, "simulated": chosen, "q": q}
@@ -356,7 +362,7 @@ def _graft(nodes: dict[str, NodeRecord], parent: str, steps: list[str], value: f
 def _debug_text(problem: Problem, code: str, result, analysis: str, context: RpmContext, llm: BaseChatModel,
                 costs: list[dict]) -> str:
     """What the locator sees: the block-level analysis of a failing test (``rpm_ldb``), else the evaluator's."""
-    if not context.rpm_ldb or result.all_passed or not result.total:
+    if not context.rpm_ldb or not context.rpm_exec_reward or result.all_passed or not result.total:
         return analysis or feedback_text(result)
     trace, index = failing_test_trace(code, public_suite(problem), result, backend=context.sandbox)
     if index is None:

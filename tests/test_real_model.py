@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -80,7 +82,6 @@ def test_bench_and_report_with_the_embedded_model(tmp_path):
 
 
 def _solve_json(*args: str, env: dict | None = None) -> dict:
-    import os
 
     proc = subprocess.run([sys.executable, "-m", "codeforest.cli", "solve", "--model", "small", "--json", *args],
                           capture_output=True, text=True, timeout=900, env={**os.environ, **(env or {})})
@@ -136,3 +137,21 @@ def test_bester_reflects_and_repairs_with_the_real_model(data_dir):
     assert out["final_node"] == best["id"]
     assert out["stop_reason"] == ("solved" if best["execution"]["passed"] == best["execution"]["total"]
                                   else "depth_exhausted")
+
+
+def test_rpm_mcts_small_solve_with_a_knowledge_base_on_disk(tmp_path):
+    """RPM-MCTS with 1 rollout of 2 steps (the paper's 5 x 3 are too slow for CI), the 0.5B model, and a KB built
+    from the project's own fixture steps by `codeforest kb build --from-steps` (embeddings only, offline)."""
+    kb = tmp_path / "kb"
+    steps = Path(__file__).parent / "fixtures" / "kb_steps.jsonl"
+    build = subprocess.run([sys.executable, "-m", "codeforest.cli", "kb", "build", "--from-steps", str(steps),
+                            "--out", str(kb)], capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0 and "embedded 4 new problems" in build.stderr, build.stderr
+    problems = Path(__file__).parent / "fixtures" / "functions.jsonl"
+    out = _solve_json("--graph", "rpm_mcts", "--problem-file", str(problems), "--problem", "Mini/1",
+                      env={"CODEFOREST_KB_PATH": str(kb), "CODEFOREST_RPM_ROLLOUTS": "1", "CODEFOREST_RPM_WIDTH": "2"})
+    proposed = [n for n in out["nodes"].values() if n["kind"] == "step" and not n.get("grafted")]
+    # every proposed step was scored against the KB (K is 0 when the model's topic has no stored step)
+    assert proposed and all(0.0 <= n["kb_reward"] <= 1.0 for n in proposed)
+    assert out["stop_reason"] in ("solved", "budget_exhausted") and "def add_one" in out["final_code"]
+    assert out["cost"]["llm_calls"] >= 6 and out["private_passed"] is not None

@@ -159,3 +159,36 @@ def test_selection_values_and_backup_by_hand():
     assert final_choice(nodes) == "b"
     rng = random.Random(0)
     assert {rng.choice(["x", "y"]) for _ in range(20)} == {"x", "y"}  # ties are random, seeded per rollout
+
+
+@pytest.mark.parametrize("selection, n1_value, expanded_second", [("paper", 0.5 * 8 + 0.5 * 6.5, "n1"),
+                                                                  ("released", 0.5 * 4 + 0.5 * 6.5, "n2")])
+def test_exact_values_and_the_second_expansion_under_both_selection_readings(selection, n1_value, expanded_second):
+    """Roll-out 1 simulates n1 (critic 8 > 6): 1 of 2 tests, LLM 8, so Q = 0.5·10·0.5 + 0.5·8 = 6.5.
+    Paper: V0 = critic; n1 = 0.5·8 + 0.5·6.5 = 7.25 beats n2's 6 (no exploration at N(root) = 1): n1 is expanded.
+    Released: V0 = 0.5·critic; n1 = 0.5·4 + 0.5·6.5 = 5.25, while unvisited n2 scores 3 + 8: n2 is expanded."""
+    script = Script(next=["Next step: Add one.", "Next step: Add two.", "Next step: Return x + 1.",
+                          "Next step: Return 1 + x."],
+                    critic=["<score>8</score>", "<score>6</score>", "<score>5</score>", "<score>5</score>"],
+                    roll=["Step 1: Add one.\nStep 2: Check it.", "Step 1: x\nStep 2: Return x + 1."],
+                    code=[code("2 if x == 1 else 0"), code("x + 1")],
+                    evaluate=["<evaluation>8</evaluation>", "<evaluation>10</evaluation>"],
+                    locate=["<step_n>2</step_n> Check nothing, add one."])
+    out = run(script, kb_path="", rpm_kb=False, rpm_filter=False, rpm_ldb=False, rpm_width=2, rpm_rollouts=2,
+              rpm_selection=selection)
+    nodes = out["nodes"]
+    assert nodes["n1"]["value"] == pytest.approx(n1_value) and nodes["n1"]["visits"] == 1
+    assert nodes["root"]["value"] == pytest.approx(n1_value) and nodes["root"]["visits"] == 1  # n2: no visits yet
+    assert nodes["n2"]["value"] == (6.0 if selection == "paper" else 3.0) and nodes["n2"]["visits"] == 0
+    assert {nodes[i]["parent"] for i in ("n3", "n4")} == {expanded_second}
+    assert out["stop_reason"] == "solved" and out["cost"]["llm_calls"] == 8 + 7  # roll-out 1 with the locator
+
+
+def test_without_the_execution_reward_the_llm_alone_decides():
+    script = Script(next=["Next step: Add one."], critic=["<score>7</score>"], roll=["Step 1: Add one."],
+                    code=[code("2 if x == 1 else 0")], evaluate=["Fine.\n<evaluation>9.5</evaluation>"])
+    out = run(script, kb_path="", rpm_kb=False, rpm_exec_reward=False, rpm_width=1)
+    assert "(not run)" in script.prompts["evaluate"][0] and "assert inc(5)" not in script.prompts["evaluate"][0].split(
+        "Execute results")[1]
+    assert out["stop_reason"] == "solved" and out["public_pass_rate"] == 0.5  # reported as it is
+    assert out["nodes"]["n1"]["llm_score"] == 9.5

@@ -11,6 +11,7 @@ graph can refuse to search a problem whose own solution steps it contains.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterable, Sequence
@@ -49,6 +50,11 @@ class WordLlamaEmbeddings(Embeddings):
     def embed_query(self, text: str) -> list[float]:
         """The unit-length embedding of one query."""
         return self.embed_documents([text])[0]
+
+
+def fingerprint(prompt: str) -> str:
+    """A problem's identity in a knowledge base: its prompt text, whitespace aside."""
+    return hashlib.sha256(" ".join(prompt.split()).encode()).hexdigest()[:16]
 
 
 def embeddings_name(embeddings: Embeddings) -> str:
@@ -107,7 +113,9 @@ class KnowledgeBase:
     def add(self, records: Iterable[dict], batch: int = 256) -> int:
         """Embed and store the step prefixes of problems not stored yet; return how many problems were added."""
         problems = self.manifest.setdefault("problems", {})
-        fresh = [r for r in records if r.get("steps") and r["fingerprint"] not in problems]
+        fresh = [{**r, "fingerprint": r.get("fingerprint") or fingerprint(r["prompt"])} for r in records
+                 if r.get("steps")]
+        fresh = [r for r in fresh if r["fingerprint"] not in problems]
         docs = [doc for record in fresh for doc in prefix_documents(record)]
         for start in range(0, len(docs), batch):
             chunk = docs[start:start + batch]
