@@ -95,13 +95,13 @@ _opening = threading.Lock()
 
 def open_knowledge(path: str | os.PathLike | None = None) -> KnowledgeBase:
     """The knowledge base at ``path``, or the default one (built from the packaged steps, embeddings only, on
-    first use); opened once per process."""
+    first use, and topped up when the packaged steps hold more); opened once per process."""
     target = Path(path).expanduser() if path else default_kb_path()
     with _opening:
         if str(target) not in _opened:
-            if path is None and not (target / MANIFEST).is_file():
+            if path is None:  # the default KB follows the packaged steps (a newer release may ship more)
                 records = [r for r in read_steps(PACKAGED_STEPS) if r["steps"]]
-                if not records:
+                if not records and not (target / MANIFEST).is_file():
                     raise KnowledgeError("RPM-MCTS needs a knowledge base and none was found: build one with "
                                          "`codeforest kb build --from DATASET --out DIR` and set kb_path, or run the "
                                          "w/o-KB ablation with rpm_kb=false")

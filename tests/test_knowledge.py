@@ -130,3 +130,23 @@ def test_kb_commands_build_from_steps_and_query(tmp_path, capsys):
     assert "K/2" in capsys.readouterr().out
     assert main(["kb", "build", "--out", str(out)]) == 2
     assert "give --from DATASET" in capsys.readouterr().err
+
+
+def test_the_default_kb_is_built_from_the_packaged_steps_and_follows_them(tmp_path, monkeypatch):
+    from codeforest import kb as kb_module
+
+    steps = tmp_path / "packaged.jsonl"
+    steps.write_text(json.dumps(RECORDS[0]) + "\n")
+    monkeypatch.setenv("CODEFOREST_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(kb_module, "PACKAGED_STEPS", steps)
+    monkeypatch.setattr(kb_module, "_opened", {})
+    first = kb_module.open_knowledge()
+    assert first.path == tmp_path / "cache" / "kb" / "default" and first.collection.count() == 3
+    steps.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))  # a newer release ships more steps
+    monkeypatch.setattr(kb_module, "_opened", {})
+    assert kb_module.open_knowledge().collection.count() == 9
+    steps.write_text("")
+    monkeypatch.setattr(kb_module, "_opened", {})
+    monkeypatch.setenv("CODEFOREST_CACHE", str(tmp_path / "empty"))
+    with pytest.raises(KnowledgeError, match="codeforest kb build.*rpm_kb=false"):
+        kb_module.open_knowledge()
