@@ -210,13 +210,34 @@ def next_step(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list
     return Reply(body, raw, cost, parsed=bool(body))
 
 
-def full_steps(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list[str]) -> Reply[list[str]]:
-    """RPM-MCTS's roll-out: the path's steps continued to a complete solution (the path kept as it is).
+def full_steps(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list[str],
+               wrong: str | None = None) -> Reply[list[str]]:
+    """RPM-MCTS's roll-out: the path's steps continued to a complete solution (the path kept as it is); with
+    ``wrong`` (a failed program and its reflection), the released code's re-roll-out.
 
     The reply's steps after the path's own; none readable is a parse failure (the path alone is returned).
     """
-    user = prompt.render("full_steps", problem=problem, steps="\n".join(steps) or "(none)")
+    if wrong is None:
+        user = prompt.render("full_steps", problem=problem, steps="\n".join(steps) or "(none)")
+    else:
+        user = prompt.render("full_steps_reflection", problem=problem, steps="\n".join(steps) or "(none)",
+                             wrong=wrong)
     raw, cost = call_model(model, [HumanMessage(user)])
     written = parse_steps(raw)
     rolled = [re.sub(r"^Step \d+: ", "", s) for s in written[len(steps):]]
     return Reply(rolled, raw, cost, parsed=bool(written))
+
+
+def edit_step(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list[str], wrong: str) -> Reply[str | None]:
+    """The released node editor: a rewritten last step (``<edit>yes</edit>Step n: ...``), or None to keep it.
+
+    An answer without a readable ``<edit>`` tag keeps the step and counts as a parse failure.
+    """
+    raw, cost = call_model(model, [HumanMessage(prompt.render("edit", problem=problem, steps="\n".join(steps),
+                                                              wrong=wrong))])
+    match = re.search(r"<edit>\s*(yes|no)\s*</edit>(.*)", raw, re.I | re.S)
+    if match is None:
+        return Reply(None, raw, cost, parsed=False)
+    body = " ".join(re.sub(r"```.*?(```|\Z)", "", match.group(2), flags=re.S).split())
+    body = re.sub(r"^\**\s*Step\s*\d+\s*[:.)]\**\s*", "", body, flags=re.I)
+    return Reply(body if match.group(1).lower() == "yes" and body else None, raw, cost)

@@ -1,8 +1,9 @@
 """RPM-MCTS (2025): MCTS over algorithmic steps with a knowledge-base process reward.
 
-    START -> start -> setup -> select -> expand -> simulate --(success)--> finalize -> END
-                                 ^                      \\--> backpropagate --(rollouts left)--/
-                                 \\------------------------------------------/
+    START -> start -> setup -> select -> expand -> simulate --(success)------------------> finalize -> END
+                                 ^                      |--(failed)--> revise --(success)--/
+                                 |                      \\--> backpropagate <--/
+                                 \\--------(rollouts left)--------/
 
 The root is the problem (with its public tests appended, as the released code shows it). Per rollout
 (Alg. 1, SPEC Part 2): from the root, the child with the best selection score is followed while a node is
@@ -14,8 +15,10 @@ new step is rolled out to complete steps, implemented as code and run on the pub
 the solution, Q = γ·10·pass rate + (1-γ)·LLM score. All public tests passing with an LLM score of at least
 ``rpm_success`` ends the search with that code. Otherwise the first wrong step is located (from a block-level
 trace when ``rpm_ldb``), the rolled-out steps before it are grafted into the tree and the locator's analysis
-becomes the reflection for later expansions. Values are backed up as the released code does. At the end the
-highest-valued node's path is turned into code once more.
+becomes the reflection for later expansions. The released code then revises a failed roll-out: when the
+wrong step is the simulated one, the node editor may rewrite it, and one more roll-out from the kept steps
+sees the wrong code and the reflection (``rpm_edit``, ``rpm_rerollout``; off: Alg. 1 as printed). Values are
+backed up as the released code does. At the end the highest-valued node's path is turned into code once more.
 
 Selection: ``rpm_selection="paper"`` is Eq. 2-3, Q + β·√(ln N(s) / (1 + N(s,a))) + α·10·K, with a node's
 initial Q its critic score; ``"released"`` is the released code's, where K is folded into the initial value
@@ -38,7 +41,7 @@ from pydantic import Field
 from codeforest.agents import critic, solver, thinker
 from codeforest.context import Context
 from codeforest.graphs import kit, search
-from codeforest.graphs.state import NodeRecord, SearchState
+from codeforest.graphs.state import NodeRecord, SearchState, merge_nodes
 from codeforest.kb import fingerprint, open_knowledge
 from codeforest.problems import Problem, public_suite
 from codeforest.tools.knowledge import KnowledgeBase, KnowledgeError, WordLlamaEmbeddings, cosine_matrix
@@ -75,6 +78,12 @@ class RpmContext(Context):
     rpm_exec_reward: bool = Field(default=True, description=(
         "False: the ablation without the execution reward: Q is the LLM's score alone, the evaluator is not shown "
         "the test results and success needs only the LLM score (the program is still run, for the report)."))
+    rpm_edit: bool = Field(default=True, description=(
+        "After a failed roll-out whose first wrong step is the simulated one, ask whether to rewrite it (the "
+        "released code's node editor; false: Alg. 1 as printed)."))
+    rpm_rerollout: bool = Field(default=True, description=(
+        "After a failed roll-out, roll out once more from the kept steps with the wrong code and the reflection "
+        "(the released code; false: Alg. 1 as printed)."))
     rpm_ldb: bool = Field(default=True, description=(
         "True: locate the wrong step from a block-level trace of a failing test (the paper); False: from the "
         "evaluator's analysis (the released run config)."))
@@ -94,12 +103,13 @@ class RpmState(SearchState, total=False):
     reflection: str  # the locator's analysis from the latest failed simulation
     rollouts: int
     solved: str | None  # the node ending a roll-out that passed
+    failure: dict | None  # the last failed roll-out: its code, the located step, the last kept node
     stop: str | None
 
 
 STATE = RpmState
 FRESH = {"topic": None, "path": [], "new_steps": [], "simulated": None, "q": 0.0, "reflection": "", "rollouts": 0,
-         "solved": None, "stop": None}
+         "solved": None, "failure": None, "stop": None}
 
 
 def budget(context: RpmContext) -> int:
@@ -108,8 +118,9 @@ def budget(context: RpmContext) -> int:
 
 
 def recursion_limit(context: RpmContext) -> int:
-    """Steps of the longest run: start, setup, four per rollout, finalize."""
-    return kit.recursion_limit(3 + 4 * context.rpm_rollouts)
+    """Steps of the longest run: start, setup, five per rollout (select, expand, simulate, revise, backpropagate),
+    finalize."""
+    return kit.recursion_limit(3 + 5 * context.rpm_rollouts)
 
 
 # --- decision rules (pure) --------------------------------------------------------------------------
@@ -222,7 +233,7 @@ def setup(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel | 
 def select(state: RpmState, runtime: Runtime[RpmContext]) -> dict:
     """From the root, follow the best-scoring child while the node is expanded; stop without steps for a rollout."""
     context = kit.settings(runtime, CONTEXT)
-    if kit.steps_left(state) < 4:  # expand, simulate, backpropagate, finalize
+    if kit.steps_left(state) < 5:  # expand, simulate, revise, backpropagate, finalize
         return {"stop": kit.STEP_LIMIT}
     nodes, path = state["nodes"], [ROOT]
     rng = random.Random(f"{state['problem']['id']}:{state['rollouts']}")
@@ -272,41 +283,54 @@ def simulate(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel
     chosen = best_child(nodes, state["path"][-1], context, rng, among=state["new_steps"]) or state["path"][-1]
     if chosen == ROOT:
         return {"stop": "tree_exhausted"}
-    llm, text, path = kit.chat_model(context, model), question(problem), search.path_to(nodes, chosen)
-    steps = steps_on(nodes, path)
-    rolled = thinker.full_steps(_sampled(llm, context, problem, chosen, "roll"), kit.prompt(context, "thinker_rpm"),
-                                text, steps=steps)
-    every = steps + [f"Step {len(steps) + i}: {s}" for i, s in enumerate(rolled.value, 1)]
-    program = solver.write_code(llm, kit.prompt(context, "solver_rpm"), problem, thoughts="\n".join(every))
-    result, tested = kit.run_program(problem, program.value, context, chosen)
-    pass_rate = result.pass_rate if result.total else 1.0  # no public tests: the evaluator decides
-    shown = feedback_text(result) if context.rpm_exec_reward else "(not run)"
-    judged = critic.evaluate_solution(_sampled(llm, context, problem, chosen, "eval"),
-                                      kit.prompt(context, "critic_rpm"), text, steps=every, code=program.value,
-                                      results=shown)
-    if not context.rpm_exec_reward:
-        pass_rate = 1.0 if judged.value >= context.rpm_success else 0.0  # the search sees the LLM only
-    q = solution_value(pass_rate, judged.value, context) if context.rpm_exec_reward else judged.value
-    kit.emit("reward", node=chosen, pass_rate=round(pass_rate, 3), llm=judged.value, value=round(q, 3))
-    costs = [rolled.cost, {**program.cost, "programs": 1, "sandbox_runs": 1}, judged.cost]
-    update = {"nodes": {chosen: {**tested, "llm_score": judged.value}}, "simulated": chosen, "q": q}
-    if pass_rate == 1.0 and judged.value >= context.rpm_success:
-        grafted = _graft(nodes, chosen, rolled.value, q)
-        update["nodes"].update(grafted)
-        update["solved"] = list(grafted)[-1] if grafted else chosen
-        update["nodes"].setdefault(update["solved"], {}).update(passing=True, final_code=program.value,
-                                                                 execution=tested["execution"],
-                                                                 status=tested["status"])
-        return {**update, "cost": _total(costs)}
-    debug = _debug_text(problem, program.value, result, judged.analysis, context, llm, costs)
-    located = critic.locate_error(llm, kit.prompt(context, "critic_rpm"), text, steps=every, code=program.value,
-                                  debug=debug, first_rolled=len(steps) + 1)
+    llm = kit.chat_model(context, model)
+    steps = steps_on(nodes, search.path_to(nodes, chosen))
+    tried = _attempt(problem, context, llm, nodes, chosen, steps, purpose="roll")
+    update = {"nodes": {chosen: tried["record"]}, "simulated": chosen, "q": tried["q"], "failure": None}
+    if tried["success"]:
+        return {**update, **_solved(nodes, chosen, tried, update["nodes"]), "cost": _total(tried["costs"])}
+    costs = tried["costs"]
+    debug = _debug_text(problem, tried["code"], tried["result"], tried["analysis"], context, llm, costs)
+    located = critic.locate_error(llm, kit.prompt(context, "critic_rpm"), question(problem), steps=tried["every"],
+                                  code=tried["code"], debug=debug, first_rolled=len(steps) + 1)
     costs.append(located.cost)
     keep = max(0, located.value - 1 - len(steps))  # the roll-out's steps before the first wrong one
     kit.emit("located", node=chosen, step=located.value, grafted=keep)
-    update["nodes"].update(_graft(nodes, chosen, rolled.value[:keep], q))
+    grafted = _graft(nodes, chosen, tried["rolled"][:keep], tried["q"])
+    update["nodes"].update(grafted)
     update["nodes"][chosen]["reflection"] = located.analysis
+    update["failure"] = {"code": tried["code"], "located": located.value, "leaf": list(grafted)[-1] if grafted
+                         else chosen}
     return {**update, "reflection": located.analysis, "cost": _total(costs)}
+
+
+def revise(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel | None = None) -> dict:
+    """After a failed roll-out (released code): rewrite the simulated step when it is the wrong one (node edit),
+    then roll out once more from the kept steps with the wrong code and the reflection."""
+    context = kit.settings(runtime, CONTEXT)
+    problem, nodes, failure, chosen = state["problem"], state["nodes"], state["failure"], state["simulated"]
+    llm, text = kit.chat_model(context, model), question(problem)
+    wrong, updates, costs = f"{failure['code']}\nReflection: {state['reflection']}", {}, []
+    own_steps = steps_on(nodes, search.path_to(nodes, chosen))
+    if context.rpm_edit and failure["located"] == len(own_steps):  # the wrong step is the simulated one
+        edit = thinker.edit_step(llm, kit.prompt(context, "thinker_rpm"), text, steps=own_steps, wrong=wrong)
+        costs.append(edit.cost)
+        if edit.value:
+            kit.emit("edited", node=chosen, old=nodes[chosen]["text"], new=edit.value)
+            updates[chosen] = {"text": edit.value, "replaced_thought": nodes[chosen]["text"]}
+    if not context.rpm_rerollout:
+        return {"nodes": updates, "cost": _total(costs)}
+    view = merge_nodes(nodes, updates)
+    leaf = failure["leaf"]
+    tried = _attempt(problem, context, llm, view, leaf, steps_on(view, search.path_to(view, leaf)),
+                     purpose="reroll", wrong=wrong)
+    costs += tried["costs"]
+    updates = merge_nodes(updates, {leaf: tried["record"]})
+    if tried["success"]:
+        return {"nodes": updates, **_solved(view, leaf, tried, updates), "cost": _total(costs)}
+    for node_id in search.path_to(view, leaf)[1:]:  # the reflection goes to the node and its ancestors
+        updates = merge_nodes(updates, {node_id: {"reflection": state["reflection"]}})
+    return {"nodes": updates, "cost": _total(costs)}
 
 
 def backpropagate(state: RpmState, runtime: Runtime[RpmContext]) -> dict:
@@ -318,7 +342,7 @@ def backpropagate(state: RpmState, runtime: Runtime[RpmContext]) -> dict:
     stop = state.get("stop")
     if rollouts >= context.rpm_rollouts:
         stop = "budget_exhausted"
-    elif kit.steps_left(state) < 5:  # select, expand, simulate, backpropagate, finalize
+    elif kit.steps_left(state) < 6:  # select, expand, simulate, revise, backpropagate, finalize
         stop = kit.STEP_LIMIT
     return {"nodes": updates, "rollouts": rollouts, "stop": stop, "simulated": None}
 
@@ -347,6 +371,40 @@ def finalize(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel
 
 
 # --- helpers ----------------------------------------------------------------------------------------------
+
+def _attempt(problem: Problem, context: RpmContext, llm: BaseChatModel, nodes: dict[str, NodeRecord], leaf: str,
+             steps: list[str], *, purpose: str, wrong: str | None = None) -> dict:
+    """Roll ``steps`` out to complete steps, implement them, run the public tests, let the LLM score it."""
+    text = question(problem)
+    rolled = thinker.full_steps(_sampled(llm, context, problem, leaf, purpose), kit.prompt(context, "thinker_rpm"),
+                                text, steps=steps, wrong=wrong)
+    every = steps + [f"Step {len(steps) + i}: {s}" for i, s in enumerate(rolled.value, 1)]
+    program = solver.write_code(llm, kit.prompt(context, "solver_rpm"), problem, thoughts="\n".join(every))
+    result, tested = kit.run_program(problem, program.value, context, leaf)
+    pass_rate = result.pass_rate if result.total else 1.0  # no public tests: the evaluator decides
+    shown = feedback_text(result) if context.rpm_exec_reward else "(not run)"
+    judged = critic.evaluate_solution(_sampled(llm, context, problem, leaf, purpose, "eval"),
+                                      kit.prompt(context, "critic_rpm"), text, steps=every, code=program.value,
+                                      results=shown)
+    if not context.rpm_exec_reward:
+        pass_rate = 1.0 if judged.value >= context.rpm_success else 0.0  # the search sees the LLM only
+    q = solution_value(pass_rate, judged.value, context) if context.rpm_exec_reward else judged.value
+    kit.emit("reward", node=leaf, pass_rate=round(pass_rate, 3), llm=judged.value, value=round(q, 3))
+    return {"rolled": rolled.value, "every": every, "code": program.value, "result": result, "q": q,
+            "analysis": judged.analysis, "success": pass_rate == 1.0 and judged.value >= context.rpm_success,
+            "record": {**tested, "llm_score": judged.value},
+            "costs": [rolled.cost, {**program.cost, "programs": 1, "sandbox_runs": 1}, judged.cost]}
+
+
+def _solved(nodes: dict[str, NodeRecord], leaf: str, tried: dict, updates: dict) -> dict:
+    """The update that ends the search: the passing roll-out's steps grafted below ``leaf``, its program kept."""
+    grafted = _graft(nodes, leaf, tried["rolled"], tried["q"])
+    updates.update(grafted)
+    solved = list(grafted)[-1] if grafted else leaf
+    updates.setdefault(solved, {}).update(passing=True, final_code=tried["code"],
+                                          execution=tried["record"]["execution"], status=tried["record"]["status"])
+    return {"solved": solved}
+
 
 def _graft(nodes: dict[str, NodeRecord], parent: str, steps: list[str], value: float) -> dict[str, NodeRecord]:
     """Roll-out steps as a chain of nodes below ``parent`` (value and one visit each, all but the last expanded)."""
@@ -404,19 +462,29 @@ def _knowledge(context: RpmContext) -> KnowledgeBase | None:
 
 # --- wiring ---------------------------------------------------------------------------------------------
 
+def after_simulate(state: RpmState, runtime: Runtime[RpmContext]) -> str:
+    """Finalize on success; revise a failed roll-out (node edit, re-roll-out) when enabled; else back up."""
+    context = kit.settings(runtime, CONTEXT)
+    if state.get("solved") or state["stop"]:
+        return "finalize"
+    wants = context.rpm_edit or context.rpm_rerollout
+    return "revise" if wants and state.get("failure") and kit.steps_left(state) >= 3 else "backpropagate"
+
+
 def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
     """The uncompiled RPM-MCTS graph; ``model`` replaces the context's model."""
     builder = kit.builder(STATE, CONTEXT)
     kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT), "setup": setup, "select": select,
-                            "expand": expand, "simulate": simulate, "backpropagate": backpropagate,
+                            "expand": expand, "simulate": simulate, "revise": revise, "backpropagate": backpropagate,
                             "finalize": finalize}, model)
     builder.add_edge(START, "start")
     builder.add_edge("start", "setup")
     builder.add_edge("setup", "select")
     builder.add_conditional_edges("select", lambda s: "finalize" if s["stop"] else "expand", ["expand", "finalize"])
     builder.add_edge("expand", "simulate")
-    builder.add_conditional_edges("simulate", lambda s: "finalize" if s.get("solved") or s["stop"] else
-                                  "backpropagate", ["backpropagate", "finalize"])
+    builder.add_conditional_edges("simulate", after_simulate, ["revise", "backpropagate", "finalize"])
+    builder.add_conditional_edges("revise", lambda s: "finalize" if s.get("solved") else "backpropagate",
+                                  ["backpropagate", "finalize"])
     builder.add_conditional_edges("backpropagate", lambda s: "finalize" if s["stop"] else "select",
                                   ["select", "finalize"])
     builder.add_edge("finalize", END)

@@ -25,7 +25,8 @@ from tests.fakes import RespondingChatModel
 PROBLEM = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",
            "entry_point": "inc", "public_tests": ["assert inc(1) == 2", "assert inc(5) == 6"]}
 ROLES = [("based on the programming problem.", "topic"), ("correct **next step**", "next"),
-         ("act as an evaluator", "critic"), ("complete all remaining steps", "roll"),
+         ("act as an evaluator", "critic"), ("Wrong code and reflections:", "reroll"), ("<edit>yes</edit>", "edit"),
+         ("complete all remaining steps", "roll"),
          ("code implementer", "code"), ("Test case debug information", "locate"),
          ("Execute results on test cases", "evaluate"), ("block by block", "blocks")]
 
@@ -60,6 +61,7 @@ def kb_path(tmp_path_factory):
 
 
 def run(script, kb_path, **settings):
+    settings = {"rpm_edit": False, "rpm_rerollout": False, **settings}  # Alg. 1 as printed, unless a test asks
     context = RpmContext(kb_path=kb_path, structured_output=False, **settings)
     return build_graph(model=RespondingChatModel(respond=script, pass_kwargs=True)).invoke({"problem": PROBLEM},
                                                                                          context=context)
@@ -192,3 +194,38 @@ def test_without_the_execution_reward_the_llm_alone_decides():
         "Execute results")[1]
     assert out["stop_reason"] == "solved" and out["public_pass_rate"] == 0.5  # reported as it is
     assert out["nodes"]["n1"]["llm_score"] == 9.5
+
+
+def test_a_failed_rollout_is_revised_node_edit_then_rerollout_with_the_reflection():
+    """The located wrong step is the simulated one (step 1): the editor rewrites it, and the re-roll-out from the
+    kept steps (the edited step) sees the wrong code and the reflection, passes, and ends the search."""
+    script = Script(next=["Next step: Multiply x by one."], critic=["<score>6</score>"],
+                    roll=["Step 1: Multiply x by one.\nStep 2: Return it."],
+                    code=[code("x * 1"), code("x + 1")],
+                    evaluate=["Wrong.\n<evaluation>1</evaluation>", "Right.\n<evaluation>9</evaluation>"],
+                    locate=["<step_n>1</step_n> Multiplying by one changes nothing: add one."],
+                    edit=["<edit>yes</edit>Step 1: Add one to x."],
+                    reroll=["Step 1: Add one to x.\nStep 2: Return the sum."])
+    out = run(script, kb_path="", rpm_kb=False, rpm_width=1, rpm_ldb=False, rpm_edit=True, rpm_rerollout=True)
+    assert script.roles == ["next", "critic", "roll", "code", "evaluate", "locate", "edit", "reroll", "code",
+                            "evaluate"]
+    nodes = out["nodes"]
+    assert nodes["n1"]["text"] == "Add one to x." and nodes["n1"]["replaced_thought"] == "Multiply x by one."
+    reroll = script.prompts["reroll"][0]
+    assert "x * 1" in reroll and "add one." in reroll and "Step 1: Add one to x." in reroll
+    assert out["stop_reason"] == "solved" and "x + 1" in out["final_code"]
+    assert nodes[out["final_node"]]["parent"] == "n1" and nodes[out["final_node"]]["text"] == "Return the sum."
+
+
+def test_a_failed_rerollout_leaves_the_reflection_on_the_path_and_the_search_goes_on():
+    script = Script(next=["Next step: Return x.", "Next step: Add one."],
+                    critic=["<score>6</score>", "<score>7</score>"],
+                    roll=["Step 1: Return x.", "Step 1: Return x.\nStep 2: Add one.\nStep 3: Return."],
+                    code=[code("x"), code("x"), code("x + 1")],
+                    evaluate=["<evaluation>1</evaluation>", "<evaluation>1</evaluation>", "<evaluation>9</evaluation>"],
+                    locate=["<step_n>2</step_n> Remember to add one."], reroll=["Step 1: Return x."])
+    out = run(script, kb_path="", rpm_kb=False, rpm_width=1, rpm_rollouts=2, rpm_ldb=False, rpm_rerollout=True)
+    assert script.roles == ["next", "critic", "roll", "code", "evaluate", "locate", "reroll", "code", "evaluate",
+                            "next", "critic", "roll", "code", "evaluate"]
+    assert out["nodes"]["n1"]["reflection"] == "Remember to add one." and out["stop_reason"] == "solved"
+    assert "Remember to add one." in script.prompts["next"][1]  # expansion 2 sees it
