@@ -10,6 +10,7 @@ import gzip
 import json
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -138,32 +139,38 @@ def load_problem(dataset: str, problem_id: str, data_dir: str | os.PathLike | No
     raise DatasetError(f"No problem {problem_id!r} in {dataset} (ids look like: {sample}, ...)")
 
 
-def _load_file(path: Path) -> list[Task]:
+def _read_text(path: Path) -> str:
+    """A file's text; bytes that are not UTF-8 are an error naming the file and line."""
     raw = path.read_bytes()
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[:exc.start].count(b"\n") + 1
         raise DatasetError(f"{path}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x}); save the file as UTF-8") \
             from None
+
+
+def _jsonl(path: Path) -> Iterator[tuple[int, object]]:
+    """(line number, value) of each non-empty line of a JSONL file; a broken line names the file and line."""
+    for lineno, line in enumerate(_read_text(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            yield lineno, json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
+
+
+def _load_file(path: Path) -> list[Task]:
     if path.suffix == ".json":
         try:
-            records = json.loads(text)
+            records = json.loads(_read_text(path))
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from exc
         if not isinstance(records, list):
             raise DatasetError(f"{path}: expected a JSON list of problems")
         return [_parse_record(rec, path, i + 1) for i, rec in enumerate(records)]
-    tasks = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
-        tasks.append(_parse_record(record, path, lineno))
-    return tasks
+    return [_parse_record(record, path, lineno) for lineno, record in _jsonl(path)]
 
 
 def _parse_record(rec: dict, path: Path, lineno: int) -> Task:
@@ -256,16 +263,9 @@ def reference_solutions(name: str, data_dir: str | os.PathLike | None = None) ->
             raise DatasetError(f"Dataset {stem!r} with reference solutions not found"
                                f"{f' in {folder}' if folder else ' (no data folder: pass --data-dir)'}")
         path = folder / f"{stem}.jsonl"
-    found = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
-        if isinstance(rec, dict) and isinstance(rec.get("canonical_solution"), str) and rec.get("task_id"):
-            found.append({"id": str(rec["task_id"]), "prompt": rec["prompt"], "solution": rec["canonical_solution"]})
+    found = [{"id": str(rec["task_id"]), "prompt": rec["prompt"], "solution": rec["canonical_solution"]}
+             for _, rec in _jsonl(path)
+             if isinstance(rec, dict) and isinstance(rec.get("canonical_solution"), str) and rec.get("task_id")]
     if not found:
         raise DatasetError(f"{path} has no reference solutions (canonical_solution)")
     return found

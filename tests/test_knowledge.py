@@ -150,3 +150,19 @@ def test_the_default_kb_is_built_from_the_packaged_steps_and_follows_them(tmp_pa
     monkeypatch.setenv("CODEFOREST_CACHE", str(tmp_path / "empty"))
     with pytest.raises(KnowledgeError, match="codeforest kb build.*rpm_kb=false"):
         kb_module.open_knowledge()
+
+
+def test_a_second_process_reopens_the_kb_with_no_network(kb):
+    """Another process, in a network namespace of its own (no interface but loopback, which is down), reopens the
+    collection from disk and queries it with the offline default embedder."""
+    import subprocess
+    import sys
+
+    script = ("from codeforest.tools.knowledge import KnowledgeBase\n"
+              f"hit = KnowledgeBase({str(kb.path)!r}).search('ways to climb a staircase one or two at a time', k=1)\n"
+              "print(hit[0]['problem_id'], round(hit[0]['similarity'], 3))")
+    done = subprocess.run(["unshare", "--net", sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, env={**__import__("os").environ, "HF_HUB_OFFLINE": "0"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    problem_id, similarity = done.stdout.split()
+    assert problem_id == "K/2" and 0 < float(similarity) <= 1
