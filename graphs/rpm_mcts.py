@@ -233,7 +233,7 @@ def setup(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel | 
 def select(state: RpmState, runtime: Runtime[RpmContext]) -> dict:
     """From the root, follow the best-scoring child while the node is expanded; stop without steps for a rollout."""
     context = kit.settings(runtime, CONTEXT)
-    if kit.steps_left(state) < 5:  # expand, simulate, revise, backpropagate, finalize
+    if kit.steps_left(state) < 4:  # expand, simulate, backpropagate, finalize (revise only when there is room)
         return {"stop": kit.STEP_LIMIT}
     nodes, path = state["nodes"], [ROOT]
     rng = random.Random(f"{state['problem']['id']}:{state['rollouts']}")
@@ -252,7 +252,7 @@ def expand(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel |
     for i in range(context.rpm_width):
         reply = thinker.next_step(_sampled(llm, context, problem, leaf, state["rollouts"], i),
                                   kit.prompt(context, "thinker_rpm"), text, steps=steps, siblings=proposals,
-                                  reflection=state["reflection"])
+                                  reflection=nodes[leaf].get("reflection", ""))
         costs.append(reply.cost)
         if reply.value:
             proposals.append(reply.value)
@@ -263,7 +263,8 @@ def expand(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel |
     for j, i in enumerate(kept):
         path_steps = [*steps, f"Step {len(steps) + 1}: {proposals[i]}"]
         k = knowledge.reward(text + "\n" + "\n".join(path_steps), state["topic"]) if knowledge else 0.0
-        judged = critic.score_steps(llm, kit.prompt(context, "critic_rpm"), text, steps=path_steps)
+        judged = critic.score_steps(_sampled(llm, context, problem, leaf, state["rollouts"], "critic", j),
+                                    kit.prompt(context, "critic_rpm"), text, steps=path_steps)
         costs.append(judged.cost)
         child = kit.new_node(base + j, parent=nodes[leaf], kind="step", text=proposals[i], kb_reward=k,
                              step_score=judged.value, value=initial_value(judged.value, k, context), visits=0)
@@ -278,30 +279,40 @@ def simulate(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel
     """Roll the best new step out to complete steps, implement and test them, score the solution; on failure
     locate the first wrong step, graft the correct roll-out steps and keep the reflection."""
     context = kit.settings(runtime, CONTEXT)
-    problem, nodes = state["problem"], state["nodes"]
+    problem, nodes, leaf = state["problem"], state["nodes"], state["path"][-1]
     rng = random.Random(f"{problem['id']}:{state['rollouts']}:simulate")
-    chosen = best_child(nodes, state["path"][-1], context, rng, among=state["new_steps"]) or state["path"][-1]
-    if chosen == ROOT:
-        return {"stop": "tree_exhausted"}
+    chosen = best_child(nodes, leaf, context, rng, among=state["new_steps"])
+    if chosen is None:  # no new step to evaluate: back up the leaf's own value (Alg. 1)
+        return {"simulated": leaf if leaf != ROOT else None, "q": nodes[leaf].get("value", 0.0), "failure": None}
     llm = kit.chat_model(context, model)
     steps = steps_on(nodes, search.path_to(nodes, chosen))
-    tried = _attempt(problem, context, llm, nodes, chosen, steps, purpose="roll")
+    tried = _attempt(problem, context, llm, nodes, chosen, steps, purpose=("roll", state["rollouts"]))
     update = {"nodes": {chosen: tried["record"]}, "simulated": chosen, "q": tried["q"], "failure": None}
     if tried["success"]:
         return {**update, **_solved(nodes, chosen, tried, update["nodes"]), "cost": _total(tried["costs"])}
-    costs = tried["costs"]
-    debug = _debug_text(problem, tried["code"], tried["result"], tried["analysis"], context, llm, costs)
-    located = critic.locate_error(llm, kit.prompt(context, "critic_rpm"), question(problem), steps=tried["every"],
-                                  code=tried["code"], debug=debug, first_rolled=len(steps) + 1)
-    costs.append(located.cost)
-    keep = max(0, located.value - 1 - len(steps))  # the roll-out's steps before the first wrong one
-    kit.emit("located", node=chosen, step=located.value, grafted=keep)
+    costs, located = tried["costs"], None
+    if tried["passed"]:  # every public test passes but the LLM doubts it: keep all of it, try once more
+        keep, analysis = len(tried["rolled"]), tried["analysis"]
+    else:
+        debug = _debug_text(problem, tried["code"], tried["result"], tried["analysis"], context, llm, costs)
+        found = critic.locate_error(_sampled(llm, context, problem, chosen, state["rollouts"], "locate"),
+                                    kit.prompt(context, "critic_rpm"), question(problem), steps=tried["every"],
+                                    code=tried["code"], debug=debug, first_rolled=len(steps) + 1)
+        costs.append(found.cost)
+        located, analysis = found.value, found.analysis
+        keep = max(0, located - 1 - len(steps))  # the roll-out's steps before the first wrong one
+        kit.emit("located", node=chosen, step=located, grafted=keep)
     grafted = _graft(nodes, chosen, tried["rolled"][:keep], tried["q"])
     update["nodes"].update(grafted)
-    update["nodes"][chosen]["reflection"] = located.analysis
-    update["failure"] = {"code": tried["code"], "located": located.value, "leaf": list(grafted)[-1] if grafted
-                         else chosen}
-    return {**update, "reflection": located.analysis, "cost": _total(costs)}
+    if grafted:  # the kept steps are part of the tree now: selection goes through them
+        update["nodes"][chosen]["expanded"] = True
+    last = list(grafted)[-1] if grafted else chosen
+    if tried["passed"]:
+        update["nodes"].setdefault(last, {}).update(passing=True, final_code=tried["code"])
+    for node_id in [*search.path_to(nodes, chosen)[1:], *grafted]:  # the reflection goes to the path
+        update["nodes"].setdefault(node_id, {})["reflection"] = analysis
+    update["failure"] = {"code": tried["code"], "located": located, "leaf": last}
+    return {**update, "reflection": analysis, "cost": _total(costs)}
 
 
 def revise(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel | None = None) -> dict:
@@ -313,7 +324,8 @@ def revise(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel |
     wrong, updates, costs = f"{failure['code']}\nReflection: {state['reflection']}", {}, []
     own_steps = steps_on(nodes, search.path_to(nodes, chosen))
     if context.rpm_edit and failure["located"] == len(own_steps):  # the wrong step is the simulated one
-        edit = thinker.edit_step(llm, kit.prompt(context, "thinker_rpm"), text, steps=own_steps, wrong=wrong)
+        edit = thinker.edit_step(_sampled(llm, context, problem, chosen, state["rollouts"], "edit"),
+                                 kit.prompt(context, "thinker_rpm"), text, steps=own_steps, wrong=wrong)
         costs.append(edit.cost)
         if edit.value:
             kit.emit("edited", node=chosen, old=nodes[chosen]["text"], new=edit.value)
@@ -323,14 +335,15 @@ def revise(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel |
     view = merge_nodes(nodes, updates)
     leaf = failure["leaf"]
     tried = _attempt(problem, context, llm, view, leaf, steps_on(view, search.path_to(view, leaf)),
-                     purpose="reroll", wrong=wrong)
+                     purpose=("reroll", state["rollouts"]), wrong=wrong)
     costs += tried["costs"]
     updates = merge_nodes(updates, {leaf: tried["record"]})
     if tried["success"]:
-        return {"nodes": updates, **_solved(view, leaf, tried, updates), "cost": _total(costs)}
-    for node_id in search.path_to(view, leaf)[1:]:  # the reflection goes to the node and its ancestors
-        updates = merge_nodes(updates, {node_id: {"reflection": state["reflection"]}})
-    return {"nodes": updates, "cost": _total(costs)}
+        return {"nodes": updates, **_solved(view, leaf, tried, updates), "q": tried["q"], "cost": _total(costs)}
+    reflection = tried["analysis"] or state["reflection"]
+    for node_id in search.path_to(view, leaf)[1:]:  # the re-roll-out's reflection goes to the path
+        updates = merge_nodes(updates, {node_id: {"reflection": reflection}})
+    return {"nodes": updates, "q": tried["q"], "reflection": reflection, "cost": _total(costs)}
 
 
 def backpropagate(state: RpmState, runtime: Runtime[RpmContext]) -> dict:
@@ -342,7 +355,7 @@ def backpropagate(state: RpmState, runtime: Runtime[RpmContext]) -> dict:
     stop = state.get("stop")
     if rollouts >= context.rpm_rollouts:
         stop = "budget_exhausted"
-    elif kit.steps_left(state) < 6:  # select, expand, simulate, revise, backpropagate, finalize
+    elif kit.steps_left(state) < 5:  # select, expand, simulate, backpropagate, finalize
         stop = kit.STEP_LIMIT
     return {"nodes": updates, "rollouts": rollouts, "stop": stop, "simulated": None}
 
@@ -373,17 +386,18 @@ def finalize(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel
 # --- helpers ----------------------------------------------------------------------------------------------
 
 def _attempt(problem: Problem, context: RpmContext, llm: BaseChatModel, nodes: dict[str, NodeRecord], leaf: str,
-             steps: list[str], *, purpose: str, wrong: str | None = None) -> dict:
+             steps: list[str], *, purpose: tuple, wrong: str | None = None) -> dict:
     """Roll ``steps`` out to complete steps, implement them, run the public tests, let the LLM score it."""
     text = question(problem)
-    rolled = thinker.full_steps(_sampled(llm, context, problem, leaf, purpose), kit.prompt(context, "thinker_rpm"),
+    rolled = thinker.full_steps(_sampled(llm, context, problem, leaf, *purpose), kit.prompt(context, "thinker_rpm"),
                                 text, steps=steps, wrong=wrong)
     every = steps + [f"Step {len(steps) + i}: {s}" for i, s in enumerate(rolled.value, 1)]
-    program = solver.write_code(llm, kit.prompt(context, "solver_rpm"), problem, thoughts="\n".join(every))
+    program = solver.write_code(_sampled(llm, context, problem, leaf, *purpose, "code"),
+                                kit.prompt(context, "solver_rpm"), problem, thoughts="\n".join(every))
     result, tested = kit.run_program(problem, program.value, context, leaf)
     pass_rate = result.pass_rate if result.total else 1.0  # no public tests: the evaluator decides
     shown = feedback_text(result) if context.rpm_exec_reward else "(not run)"
-    judged = critic.evaluate_solution(_sampled(llm, context, problem, leaf, purpose, "eval"),
+    judged = critic.evaluate_solution(_sampled(llm, context, problem, leaf, *purpose, "eval"),
                                       kit.prompt(context, "critic_rpm"), text, steps=every, code=program.value,
                                       results=shown)
     if not context.rpm_exec_reward:
@@ -391,7 +405,8 @@ def _attempt(problem: Problem, context: RpmContext, llm: BaseChatModel, nodes: d
     q = solution_value(pass_rate, judged.value, context) if context.rpm_exec_reward else judged.value
     kit.emit("reward", node=leaf, pass_rate=round(pass_rate, 3), llm=judged.value, value=round(q, 3))
     return {"rolled": rolled.value, "every": every, "code": program.value, "result": result, "q": q,
-            "analysis": judged.analysis, "success": pass_rate == 1.0 and judged.value >= context.rpm_success,
+            "analysis": judged.analysis, "passed": pass_rate == 1.0,
+            "success": pass_rate == 1.0 and judged.value >= context.rpm_success,
             "record": {**tested, "llm_score": judged.value},
             "costs": [rolled.cost, {**program.cost, "programs": 1, "sandbox_runs": 1}, judged.cost]}
 
@@ -420,7 +435,9 @@ def _graft(nodes: dict[str, NodeRecord], parent: str, steps: list[str], value: f
 def _debug_text(problem: Problem, code: str, result, analysis: str, context: RpmContext, llm: BaseChatModel,
                 costs: list[dict]) -> str:
     """What the locator sees: the block-level analysis of a failing test (``rpm_ldb``), else the evaluator's."""
-    if not context.rpm_ldb or not context.rpm_exec_reward or result.all_passed or not result.total:
+    if not context.rpm_exec_reward:  # the ablation: the search never sees the tests' results
+        return analysis or "(not run)"
+    if not context.rpm_ldb or result.all_passed or not result.total:
         return analysis or feedback_text(result)
     trace, index = failing_test_trace(code, public_suite(problem), result, backend=context.sandbox)
     if index is None:

@@ -96,20 +96,21 @@ def test_a_failed_rollout_is_located_grafted_and_reflected_then_a_passing_one_en
     assert n1["llm_score"] == 2.0 and n1["visits"] == 1 and n1["value"] == pytest.approx(0.5 * 7 + 0.5 * 1.0)
     grafted = [n for n in nodes.values() if n.get("grafted")]
     assert [(n["text"], n["parent"], n["value"], n["visits"]) for n in grafted] == [
-        ("Add one more.", "n1", 1.0, 1),  # roll-out 1's step before the wrong one, valued Q = 1
-        ("Return it.", "n4", pytest.approx(0.5 * 10 + 0.5 * 9.5), 1)]  # roll-out 2, which passed: all of it
+        ("Add one more.", "n1", 1.0, 1)]  # roll-out 1's step before the wrong one, valued Q = 1
     assert "add exactly one" in n1["reflection"] and "adds two" in script.prompts["locate"][0]
     assert all("add exactly one" in p for p in script.prompts["next"][3:])  # the reflection guides expansion 2
-    # selection 2 (N(root) = 1, so no exploration term): n1 (4 + 5·K) beats n2 (2 + 5·K); n1 itself was only
-    # simulated, not expanded, so expansion 2 adds n4-n6 beside the graft; the critic's best, n4, passes
-    assert [nodes[i]["parent"] for i in ("n4", "n5", "n6")] == ["n1"] * 3 and out["final_node"] == "n7"
+    # selection 2 (N(root) = 1, so no exploration term): n1 (4 + 5·K) beats n2 (2 + 5·K); the graft made n1
+    # expanded, so selection goes on to the grafted n3, which is expanded; the critic's best, n4, passes
+    assert [nodes[i]["parent"] for i in ("n4", "n5", "n6")] == ["n3"] * 3 and out["final_node"] == "n4"
     assert out["stop_reason"] == "solved" and "x + 1" in out["final_code"] and out["public_pass_rate"] == 1.0
     solved = nodes[out["final_node"]]
-    assert solved["passing"] and solved["final_code"] == out["final_code"] and solved.get("grafted")
+    assert solved["passing"] and solved["final_code"] == out["final_code"]
     assert out["cost"]["programs"] == 2 and out["cost"]["llm_calls"] == 20
-    # steps, roll-outs and evaluations are sampled at 0.7 with their own seeds; the rest is greedy
+    # every role samples at 0.7 with a seed of its own (the released code), except the topic and the block
+    # analysis (LDB), which are greedy
     sampled = [k for k in script.kwargs if "seed" in k]
-    assert {k["temperature"] for k in sampled} == {0.7} and len({k["seed"] for k in sampled}) == len(sampled) == 10
+    assert {k["temperature"] for k in sampled} == {0.7} and len({k["seed"] for k in sampled}) == len(sampled) == 18
+    assert [r for r, k in zip(script.roles, script.kwargs, strict=True) if "seed" not in k] == ["topic", "blocks"]
 
 
 def test_budget_end_regenerates_the_best_nodes_code(kb_path):
@@ -229,3 +230,27 @@ def test_a_failed_rerollout_leaves_the_reflection_on_the_path_and_the_search_goe
                             "next", "critic", "roll", "code", "evaluate"]
     assert out["nodes"]["n1"]["reflection"] == "Remember to add one." and out["stop_reason"] == "solved"
     assert "Remember to add one." in script.prompts["next"][1]  # expansion 2 sees it
+
+
+def test_a_rollout_passing_the_tests_with_a_doubtful_llm_is_kept_whole_and_rolled_out_again():
+    """Tests pass but the LLM says 7 < 9: no error location; the whole roll-out is grafted and marked passing, the
+    released re-roll-out sees the evaluator's doubt; at the budget's end the passing node is the final pick."""
+    script = Script(next=["Next step: Add one."], critic=["<score>6</score>"],
+                    roll=["Step 1: Add one.\nStep 2: Return it."],
+                    reroll=["Step 1: Add one.\nStep 2: Return it.\nStep 3: Check negative numbers."],
+                    code=[code("x + 1"), code("x + 1"), code("x + 1")],
+                    evaluate=["Unsure about negatives.\n<evaluation>7</evaluation>", "<evaluation>8</evaluation>"])
+    out = run(script, kb_path="", rpm_kb=False, rpm_width=1, rpm_rollouts=1, rpm_rerollout=True)
+    assert script.roles == ["next", "critic", "roll", "code", "evaluate", "reroll", "code", "evaluate", "code"]
+    assert "Unsure about negatives." in script.prompts["reroll"][0] and "x + 1" in script.prompts["reroll"][0]
+    nodes = out["nodes"]
+    assert nodes["n2"]["text"] == "Return it." and nodes["n2"]["passing"] and nodes["n1"]["expanded"]
+    assert out["final_node"] == "n2" and out["stop_reason"] == "budget_exhausted" and out["public_pass_rate"] == 1.0
+
+
+def test_an_expansion_that_proposes_nothing_costs_a_rollout_and_the_next_one_samples_anew():
+    script = Script(next=["", "Next step: Add one."], critic=["<score>8</score>"], roll=["Step 1: Add one."],
+                    code=[code("x + 1")], evaluate=["<evaluation>10</evaluation>"])
+    out = run(script, kb_path="", rpm_kb=False, rpm_width=1, rpm_rollouts=2)
+    assert script.roles == ["next", "next", "critic", "roll", "code", "evaluate"] and out["stop_reason"] == "solved"
+    assert script.kwargs[0]["seed"] != script.kwargs[1]["seed"]
