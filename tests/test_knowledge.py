@@ -161,8 +161,11 @@ def test_a_second_process_reopens_the_kb_with_no_network(kb):
     script = ("from codeforest.tools.knowledge import KnowledgeBase\n"
               f"hit = KnowledgeBase({str(kb.path)!r}).search('ways to climb a staircase one or two at a time', k=1)\n"
               "print(hit[0]['problem_id'], round(hit[0]['similarity'], 3))")
-    done = subprocess.run(["unshare", "--net", sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=120, env={**__import__("os").environ, "HF_HUB_OFFLINE": "0"})
+    import os
+
+    isolate = ["unshare", "--net"] + (["--map-root-user"] if os.getuid() != 0 else [])
+    done = subprocess.run([*isolate, sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "HF_HUB_OFFLINE": "0"})
     assert done.returncode == 0, done.stderr[-2000:]
     problem_id, similarity = done.stdout.split()
     assert problem_id == "K/2" and 0 < float(similarity) <= 1
