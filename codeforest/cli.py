@@ -118,6 +118,11 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("--topic", help="only documents of this topic (one of the 14)")
     query.add_argument("-k", type=_positive_int, default=3)
     query.set_defaults(func=cmd_kb_query)
+    sanity = kb_sub.add_parser("sanity", help="how often a reworded stored problem finds itself top-1")
+    sanity.add_argument("--kb", help="the knowledge-base folder (default: the default KB)")
+    sanity.add_argument("--steps", help="the steps JSONL it was built from (default: the packaged steps)")
+    sanity.add_argument("--limit", type=_positive_int, default=50)
+    sanity.set_defaults(func=cmd_kb_sanity)
 
     serve = sub.add_parser("serve", help="run the embedded model server in the foreground")
     serve.add_argument("--model", default="local", help="local (1.5B, default), small (0.5B) or a .gguf path")
@@ -460,6 +465,17 @@ def cmd_kb_query(args: argparse.Namespace) -> int:
         out.print(f"[bold]{hit['similarity']:.3f}[/bold]  {hit['source']} {hit['problem_id']} "
                   f"({hit['topic']}, {hit['pre_steps_num']} steps)")
         out.print(textwrap.indent(hit["document"][-400:], "    "), markup=False)
+    return 0
+
+
+def cmd_kb_sanity(args: argparse.Namespace) -> int:
+    """Print the retrieval sanity of a knowledge base (reworded problems finding themselves top-1)."""
+    from codeforest.kb import PACKAGED_STEPS, default_kb_path, read_steps, retrieval_sanity
+    from codeforest.tools.knowledge import KnowledgeBase
+
+    kb = KnowledgeBase(args.kb or default_kb_path())
+    result = retrieval_sanity(kb, read_steps(args.steps or PACKAGED_STEPS), limit=args.limit)
+    print(json.dumps(result))
     return 0
 
 

@@ -108,3 +108,23 @@ def open_knowledge(path: str | os.PathLike | None = None) -> KnowledgeBase:
                 KnowledgeBase(target, create=True).add(records)
             _opened[str(target)] = KnowledgeBase(target)
         return _opened[str(target)]
+
+
+def reworded(text: str, every: int = 4) -> str:
+    """A light, deterministic rewording: every ``every``-th word dropped and the sentences in reverse order."""
+    sentences = [s.strip() for s in text.replace("\n", " ").split(". ") if s.strip()]
+    words = " ".join(reversed(sentences)).split()
+    return " ".join(w for i, w in enumerate(words, 1) if i % every)
+
+
+def retrieval_sanity(knowledge: KnowledgeBase, records: list[dict], *, limit: int = 50) -> dict:
+    """How often a reworded problem plus its first step finds its own problem top-1 (within its topic and not)."""
+    held = [r for r in records if r.get("steps") and knowledge.holds(r.get("fingerprint") or fingerprint(r["prompt"]))]
+    held = held[:limit]
+    own = {"topic": 0, "any": 0}
+    for record in held:
+        query = reworded(record["prompt"]) + "\n" + record["steps"][0]
+        for key, topic in (("topic", record["topic"]), ("any", None)):
+            hits = knowledge.search(query, k=1, topic=topic)
+            own[key] += bool(hits) and hits[0]["problem_id"] == record["id"] and hits[0]["source"] == record["source"]
+    return {"problems": len(held), "top1_in_topic": own["topic"], "top1_any_topic": own["any"]}

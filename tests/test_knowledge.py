@@ -169,3 +169,15 @@ def test_a_second_process_reopens_the_kb_with_no_network(kb):
     assert done.returncode == 0, done.stderr[-2000:]
     problem_id, similarity = done.stdout.split()
     assert problem_id == "K/2" and 0 < float(similarity) <= 1
+
+
+def test_retrieval_sanity_counts_reworded_problems_found_top1(kb, tmp_path, capsys):
+    from codeforest.kb import retrieval_sanity, reworded
+
+    assert reworded("One two three four five. Six seven.") == "Six seven. One three four five"  # 4th word dropped
+    result = retrieval_sanity(kb, RECORDS)
+    assert result["problems"] == 3 and result["top1_in_topic"] == 3 and 2 <= result["top1_any_topic"] <= 3
+    steps = tmp_path / "steps.jsonl"
+    steps.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
+    assert main(["kb", "sanity", "--kb", str(kb.path), "--steps", str(steps)]) == 0
+    assert json.loads(capsys.readouterr().out)["problems"] == 3
