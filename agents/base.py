@@ -20,6 +20,7 @@ from typing import Generic, TypeVar
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
+from codeforest.graphs.state import total_cost
 from codeforest.problems import Problem
 from codeforest.tools.models import describe_model_failure, is_model_failure
 
@@ -66,11 +67,7 @@ def _invoke(runnable, msgs: list[BaseMessage], model: BaseChatModel):
 
 
 def _spent() -> dict:
-    total: dict = {}
-    for cost in _SPENT.get() or []:
-        for key, value in cost.items():
-            total[key] = total.get(key, 0) + value
-    return total
+    return total_cost(_SPENT.get() or [])
 
 
 def _record(cost: dict) -> dict:

@@ -27,6 +27,7 @@ from langchain_core.language_models import BaseChatModel
 
 from codeforest.api import solve
 from codeforest.context import Context, non_default_settings
+from codeforest.jsonl import append_record
 from codeforest.problems import Task
 from codeforest.registry import context_for, graph_budget
 from codeforest.scoring import score_private
@@ -244,14 +245,7 @@ class Bench:
                 tree = self.out / "trees" / _safe_name(run_label(record)) / f"{_safe_name(record['problem_id'])}.json"
                 tree.parent.mkdir(parents=True, exist_ok=True)
                 tree.write_text(json.dumps(nodes), encoding="utf-8")
-            with open(self.out / RESULTS, "a+b") as f:
-                if f.tell() > 0:
-                    f.seek(-1, os.SEEK_END)
-                    if f.read(1) != b"\n":  # a line cut short by a killed run: start a fresh one
-                        f.write(b"\n")
-                f.write((json.dumps(record) + "\n").encode("utf-8"))
-                f.flush()
-                os.fsync(f.fileno())
+            append_record(self.out / RESULTS, record)
 
 
 def public_passing_programs(nodes: dict) -> int:

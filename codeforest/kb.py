@@ -19,6 +19,7 @@ from pathlib import Path
 
 from codeforest.agents import thinker
 from codeforest.context import Context
+from codeforest.jsonl import append_record
 from codeforest.problems import reference_solutions
 from codeforest.prompts import load_prompt
 from codeforest.tools.knowledge import MANIFEST, KnowledgeBase, KnowledgeError, fingerprint
@@ -72,21 +73,10 @@ def write_steps(datasets: list[str], steps_path: str | Path, context: Context, *
         record = {"id": problem["id"], "source": problem["source"], "fingerprint": fingerprint(problem["prompt"]),
                   "prompt": problem["prompt"], "topic": reply.value["topic"], "steps": reply.value["steps"],
                   "tokens": reply.cost.get("prompt_tokens", 0) + reply.cost.get("completion_tokens", 0)}
-        _append(steps_path, record)
+        append_record(steps_path, record)
         if on_step:
             on_step(record, i, len(todo))
     return len(todo)
-
-
-def _append(path: Path, record: dict) -> None:
-    with open(path, "a+b") as f:
-        if f.tell() > 0:
-            f.seek(-1, os.SEEK_END)
-            if f.read(1) != b"\n":  # a line cut short by a kill: start a fresh one
-                f.write(b"\n")
-        f.write((json.dumps(record) + "\n").encode("utf-8"))
-        f.flush()
-        os.fsync(f.fileno())
 
 
 _opened: dict = {}

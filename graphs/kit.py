@@ -33,13 +33,15 @@ from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite
 
-from codeforest.agents.base import ModelFault, counting_calls
+from codeforest.agents import critic
+from codeforest.agents.base import ModelFault, Reply, counting_calls
 from codeforest.context import Context
 from codeforest.graphs.state import Execution, NodeRecord, SearchInput, SearchOutput, SearchState
-from codeforest.problems import Problem, validate_problem
+from codeforest.problems import Problem, public_suite, validate_problem
 from codeforest.prompts import Prompt, check_prompts_dir, load_prompt
 from codeforest.tools.sandbox import run_public_tests
 from codeforest.tools.testing import ExecutionResult, feedback_text
+from codeforest.tools.tracing import failing_test_trace
 
 log = logging.getLogger("codeforest")
 C = TypeVar("C", bound=Context)
@@ -143,6 +145,23 @@ def run_program(problem: Problem, code: str, context: Context, node_id: str,
     emit("executed", node=node_id, passed=result.passed, total=result.total)
     return result, {"code": code, "execution": result.summary(), "feedback": feedback(result),
                     "status": program_status(result)}
+
+
+def analyze_failure(problem: Problem, code: str, result: ExecutionResult, context: Context,
+                    model: BaseChatModel) -> tuple[str, Reply | None]:
+    """The block-level trace of the first failing public test and the LLM's judgement of each block (LDB).
+
+    Returns the trace text and the Critic's reply; without a trace (it failed or timed out) the text is the
+    plain "expected X, got Y" fallback and there is no reply (no model call).
+    """
+    trace, index = failing_test_trace(code, public_suite(problem), result, backend=context.sandbox)
+    if index is None:
+        return trace, None
+    outcome = result.outcomes[index]
+    shown = outcome.actual if outcome.actual is not None else outcome.error
+    return trace, critic.analyze_blocks(model, prompt(context, "critic_mcts"), problem, code=code,
+                                        test=outcome.test.strip(), output=str(shown), trace=trace,
+                                        structured=context.structured_output)
 
 
 def best(candidates: Iterable[dict], key: Callable[[dict], Any]) -> dict | None:

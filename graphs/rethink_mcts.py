@@ -18,7 +18,6 @@ expansion is given feedback.
 
 from __future__ import annotations
 
-import functools
 import operator
 from collections.abc import Callable
 from typing import Annotated
@@ -34,10 +33,9 @@ from typing_extensions import TypedDict
 from codeforest.agents import critic, rethink, solver, thinker
 from codeforest.context import Context
 from codeforest.graphs import kit, search
-from codeforest.graphs.state import Cost, NodeRecord, SearchState, add_cost, merge_nodes
-from codeforest.problems import Problem, public_suite
+from codeforest.graphs.state import Cost, NodeRecord, SearchState, add_cost, merge_nodes, total_cost
+from codeforest.problems import Problem
 from codeforest.tools.testing import ExecutionResult
-from codeforest.tools.tracing import failing_test_trace
 
 BUDGET_UNIT = "rollouts"
 ROOT = kit.ROOT
@@ -191,7 +189,7 @@ def simulate(state: RolloutState, runtime: Runtime[RethinkContext], model: BaseC
     kit.emit("reward", node=leaf, reward=round(record["reward"], 4))
     program = {"node": leaf, "code": reply.value, "reward": record["reward"], "v_test": v_test,
                "execution": record["execution"], "rethought": nodes[leaf].get("rethinks", 0) > 0}
-    return {"nodes": {leaf: record}, "cost": functools.reduce(add_cost, costs), "programs": [program]}
+    return {"nodes": {leaf: record}, "cost": total_cost(costs), "programs": [program]}
 
 
 def rethink_leaf(state: RolloutState, runtime: Runtime[RethinkContext], model: BaseChatModel | None = None) -> dict:
@@ -350,14 +348,9 @@ def verbal_feedback(problem: Problem, code: str, result: ExecutionResult, contex
     text = "\n".join(lines)
     if not context.rethink_block_info or not failing:
         return text
-    trace, index = failing_test_trace(code, public_suite(problem), result, backend=context.sandbox)
-    if index is None:
+    trace, analysis = kit.analyze_failure(problem, code, result, context, model)
+    if analysis is None:
         return f"{text}\n{trace}"
-    outcome = result.outcomes[index]
-    shown = outcome.actual if outcome.actual is not None else outcome.error
-    analysis = critic.analyze_blocks(model, kit.prompt(context, "critic_mcts"), problem, code=code,
-                                     test=outcome.test.strip(), output=str(shown), trace=trace,
-                                     structured=context.structured_output)
     costs.append(analysis.cost)
     return f"{text}\n(Block-level Analysis)\n{trace}\n{analysis.value}"
 

@@ -41,12 +41,11 @@ from pydantic import Field
 from codeforest.agents import critic, solver, thinker
 from codeforest.context import Context
 from codeforest.graphs import kit, search
-from codeforest.graphs.state import NodeRecord, SearchState, merge_nodes
+from codeforest.graphs.state import NodeRecord, SearchState, merge_nodes, total_cost
 from codeforest.kb import fingerprint, open_knowledge
-from codeforest.problems import Problem, public_suite
+from codeforest.problems import Problem
 from codeforest.tools.knowledge import KnowledgeBase, KnowledgeError, WordLlamaEmbeddings, cosine_matrix
 from codeforest.tools.testing import feedback_text
-from codeforest.tools.tracing import failing_test_trace
 
 BUDGET_UNIT = "rollouts"
 ROOT = kit.ROOT
@@ -272,7 +271,7 @@ def expand(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel |
     dropped = len(proposals) - len(kept)
     if dropped:
         kit.emit("filtered", node=leaf, dropped=dropped)
-    return {"nodes": {**children, leaf: {"expanded": True}}, "new_steps": list(children), "cost": _total(costs)}
+    return {"nodes": {**children, leaf: {"expanded": True}}, "new_steps": list(children), "cost": total_cost(costs)}
 
 
 def simulate(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel | None = None) -> dict:
@@ -289,7 +288,7 @@ def simulate(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel
     tried = _attempt(problem, context, llm, nodes, chosen, steps, purpose=("roll", state["rollouts"]))
     update = {"nodes": {chosen: tried["record"]}, "simulated": chosen, "q": tried["q"], "failure": None}
     if tried["success"]:
-        return {**update, **_solved(nodes, chosen, tried, update["nodes"]), "cost": _total(tried["costs"])}
+        return {**update, **_solved(nodes, chosen, tried, update["nodes"]), "cost": total_cost(tried["costs"])}
     costs, located = tried["costs"], None
     if tried["passed"]:  # every public test passes but the LLM doubts it: keep all of it, try once more
         keep, analysis = len(tried["rolled"]), tried["analysis"]
@@ -312,7 +311,7 @@ def simulate(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel
     for node_id in [*search.path_to(nodes, chosen)[1:], *grafted]:  # the reflection goes to the path
         update["nodes"].setdefault(node_id, {})["reflection"] = analysis
     update["failure"] = {"code": tried["code"], "located": located, "leaf": last}
-    return {**update, "reflection": analysis, "cost": _total(costs)}
+    return {**update, "reflection": analysis, "cost": total_cost(costs)}
 
 
 def revise(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel | None = None) -> dict:
@@ -331,7 +330,7 @@ def revise(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel |
             kit.emit("edited", node=chosen, old=nodes[chosen]["text"], new=edit.value)
             updates[chosen] = {"text": edit.value, "replaced_thought": nodes[chosen]["text"]}
     if not context.rpm_rerollout:
-        return {"nodes": updates, "cost": _total(costs)}
+        return {"nodes": updates, "cost": total_cost(costs)}
     view = merge_nodes(nodes, updates)
     leaf = failure["leaf"]
     tried = _attempt(problem, context, llm, view, leaf, steps_on(view, search.path_to(view, leaf)),
@@ -339,11 +338,11 @@ def revise(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel |
     costs += tried["costs"]
     updates = merge_nodes(updates, {leaf: tried["record"]})
     if tried["success"]:
-        return {"nodes": updates, **_solved(view, leaf, tried, updates), "q": tried["q"], "cost": _total(costs)}
+        return {"nodes": updates, **_solved(view, leaf, tried, updates), "q": tried["q"], "cost": total_cost(costs)}
     reflection = tried["analysis"] or state["reflection"]
     for node_id in search.path_to(view, leaf)[1:]:  # the re-roll-out's reflection goes to the path
         updates = merge_nodes(updates, {node_id: {"reflection": reflection}})
-    return {"nodes": updates, "q": tried["q"], "reflection": reflection, "cost": _total(costs)}
+    return {"nodes": updates, "q": tried["q"], "reflection": reflection, "cost": total_cost(costs)}
 
 
 def backpropagate(state: RpmState, runtime: Runtime[RpmContext]) -> dict:
@@ -439,23 +438,11 @@ def _debug_text(problem: Problem, code: str, result, analysis: str, context: Rpm
         return analysis or "(not run)"
     if not context.rpm_ldb or result.all_passed or not result.total:
         return analysis or feedback_text(result)
-    trace, index = failing_test_trace(code, public_suite(problem), result, backend=context.sandbox)
-    if index is None:
+    trace, blocks = kit.analyze_failure(problem, code, result, context, llm)
+    if blocks is None:
         return f"{feedback_text(result)}\n{trace}"
-    outcome = result.outcomes[index]
-    blocks = critic.analyze_blocks(llm, kit.prompt(context, "critic_mcts"), problem, code=code,
-                                   test=outcome.test.strip(), output=str(outcome.actual or outcome.error),
-                                   trace=trace, structured=context.structured_output)
     costs.append(blocks.cost)
     return f"{feedback_text(result)}\n{trace}\n{blocks.value}"
-
-
-def _total(costs: list[dict]) -> dict:
-    total: dict = {}
-    for cost in costs:
-        for key, value in cost.items():
-            total[key] = total.get(key, 0) + value
-    return total
 
 
 _embedders: dict = {}

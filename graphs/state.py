@@ -8,6 +8,8 @@ keeps the input, output and state JSON schemas buildable on Python 3.11.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterable
 from typing import Annotated, Literal
 
 from langgraph.managed import RemainingSteps
@@ -94,6 +96,11 @@ def add_cost(left: Cost | None, right: Cost | None) -> Cost:
     """Sum two cost records key by key."""
     left, right = left or {}, right or {}
     return {k: left.get(k, 0) + right.get(k, 0) for k in COST_KEYS}
+
+
+def total_cost(costs: Iterable[Cost | None]) -> Cost:
+    """The sum of several cost records."""
+    return functools.reduce(add_cost, costs, {})
 
 
 class SearchInput(TypedDict):
