@@ -112,9 +112,9 @@ def new_node(order: int, *, parent: NodeRecord | None, kind: str, announce: bool
     return node
 
 
-def root_node() -> NodeRecord:
-    """The root of an MCTS tree: no program, no thought."""
-    return {"id": ROOT, "parent": None, "depth": 0, "kind": "root", "text": "", "visits": 0, "q": 0.0,
+def root_node(visits: int = 0) -> NodeRecord:
+    """The root of an MCTS tree: no program, no thought (``visits``: the method's initial count)."""
+    return {"id": ROOT, "parent": None, "depth": 0, "kind": "root", "text": "", "visits": visits, "q": 0.0,
             "status": "open", "order": 0}
 
 

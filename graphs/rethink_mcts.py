@@ -52,7 +52,8 @@ class RethinkContext(Context):
     rethink_reward_a: float = Field(default=0.8, ge=0, le=1, description="Reward weight a of v_test (0.8).")
     rethink_reward_b: float = Field(default=0.2, ge=0, le=1, description="Reward weight b of v_llm (0.2).")
     rethink_gamma: float = Field(default=1.0, gt=0, le=1, description=(
-        "Discount per level in backpropagation: 1.0 (the paper), 0.9 (the released code)."))
+        "Discount per level in backpropagation, the leaf's own edge included: 1.0 (the paper), 0.9 (the released "
+        "code)."))
     rethink_max_rethinks: int = Field(default=1, ge=0, description="Rethinks per node (the released code: 1).")
     rethink_concurrency: int = Field(default=1, ge=1, description=(
         "1: one rollout at a time (the paper). N > 1: after an expansion, up to N of the new children are "
@@ -160,8 +161,8 @@ def expand_children(state: dict, context: RethinkContext, model: BaseChatModel, 
     base = kit.next_order(nodes) + state.get("id_offset", 0)
     children: dict[str, NodeRecord] = {}
     for i, (text, prior) in enumerate(ideas.value):
-        child = kit.new_node(base + i, parent=parent, kind="thought", text=text, prior=prior, visits=0, q=0.0,
-                             rethinks=0)
+        child = kit.new_node(base + i, parent=parent, kind="thought", text=text, prior=prior,
+                             visits=search.NEW_VISITS, q=0.0, rethinks=0)
         children[child["id"]] = child
     return {"nodes": children, "cost": ideas.cost}
 
@@ -234,7 +235,7 @@ def rollout_builder(model: BaseChatModel | None = None) -> StateGraph:
 def expand_root(state: RethinkState, runtime: Runtime[RethinkContext], model: BaseChatModel | None = None) -> dict:
     """The root and its first thoughts."""
     context = kit.settings(runtime, CONTEXT)
-    root = {ROOT: kit.root_node()}
+    root = {ROOT: kit.root_node(visits=search.NEW_VISITS)}
     update = expand_children({**state, "nodes": root}, context, kit.chat_model(context, model), ROOT, None)
     return {"nodes": {**root, **update["nodes"]}, "cost": update["cost"]}
 

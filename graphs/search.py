@@ -1,9 +1,14 @@
 """The search mathematics the MCTS graphs share: pure functions over the flat node table.
 
-P-UCB (RethinkMCTS Eq.1-2, from PG-TD), UCT, selection down to a leaf, backpropagation with
-Q = the maximum return (the paper) and, as an option, the released code's per-level discount.
-Nothing here calls a model or mutates its input: every function returns values or node updates
-to merge with ``merge_nodes``.
+P-UCB (RethinkMCTS Eq.1-2, from PG-TD; CodePRM Eq.7-8), UCT, selection down to a leaf,
+backpropagation with Q = the maximum return (the papers) and, as an option, the released code's
+per-level discount. Nothing here calls a model or mutates its input: every function returns values
+or node updates to merge with ``merge_nodes``.
+
+Visits follow the released RethinkMCTS and CodePRM code: a node starts with ``visits = 1`` and each
+rollout backpropagated through it adds one. N(s) of a parent is its ``visits``; N(s') of a child is
+the number of returns it received, ``visits - 1``. So a parent's first selection (log 1 = 0) picks by
+Q alone, and from its second on the priors count.
 """
 
 from __future__ import annotations
@@ -15,6 +20,12 @@ from codeforest.graphs.state import NodeRecord
 
 C_BASE = 10.0  # PG-TD's constants, which RethinkMCTS copies
 C_EXPLORE = 4.0
+NEW_VISITS = 1  # the released code's decision nodes start with one visit
+
+
+def returns(node: NodeRecord) -> int:
+    """How many rollout returns a node received: N(s') in P-UCB and UCT."""
+    return node.get("visits", NEW_VISITS) - NEW_VISITS
 
 
 def beta(parent_visits: int, c_base: float = C_BASE, c: float = C_EXPLORE) -> float:
@@ -57,12 +68,12 @@ def select_child(nodes: Mapping[str, NodeRecord], node_id: str, rule: str = "p_u
     kids = children(nodes, node_id)
     if not kids:
         return None
-    parent_visits = nodes[node_id].get("visits", 0)
+    parent_visits = nodes[node_id].get("visits", NEW_VISITS)
 
     def score(child: NodeRecord) -> float:
         if rule == "uct":
-            return uct(child.get("q", 0.0), parent_visits, child.get("visits", 0), c)
-        return p_ucb(child.get("q", 0.0), child.get("prior", 1.0), parent_visits, child.get("visits", 0), c_base, c)
+            return uct(child.get("q", 0.0), parent_visits, returns(child), c)
+        return p_ucb(child.get("q", 0.0), child.get("prior", 1.0), parent_visits, returns(child), c_base, c)
 
     best = kids[0]
     for child in kids[1:]:
@@ -84,15 +95,15 @@ def backpropagate(nodes: Mapping[str, NodeRecord], leaf: str, reward: float,
                   gamma: float = 1.0) -> dict[str, NodeRecord]:
     """Visit counts +1 and Q = max(Q, return) from ``leaf`` up to the top.
 
-    The return at the leaf is ``reward``; each level up multiplies it by ``gamma`` (1.0 in the
-    paper; the released RethinkMCTS code uses 0.9). Returns the node updates.
+    Each node's return is ``reward`` times ``gamma`` per level, the leaf's own included, as the
+    released code discounts every edge (γ = 1.0 in the papers; 0.9 in the released RethinkMCTS and
+    CodePRM code). A node's first return replaces its initial Q. Returns the node updates.
     """
     updates: dict[str, NodeRecord] = {}
     value = reward
     for node_id in reversed(path_to(nodes, leaf)):
         node = nodes[node_id]
-        visits = node.get("visits", 0)
-        q = max(node.get("q", value), value) if visits else value
-        updates[node_id] = {"visits": visits + 1, "q": q}
         value *= gamma
+        q = max(node.get("q", value), value) if returns(node) > 0 else value
+        updates[node_id] = {"visits": node.get("visits", NEW_VISITS) + 1, "q": q}
     return updates

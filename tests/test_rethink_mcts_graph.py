@@ -71,8 +71,9 @@ def test_three_rollouts_rethink_dual_evaluation_and_final_choice():
     # rollout 3 at n1 (N=2): the rethought n3 (prior 1.0, N=1) ties n4 (prior 0.5, N=0) on P-UCB; the earlier wins
     assert "reward" not in nodes["n4"] and nodes["n5"]["parent"] == "n3"
     assert nodes["n5"]["reward"] == pytest.approx(0.8 + 0.2 * 0.9) and nodes["n5"]["v_llm"] == 0.9
-    assert (n1["visits"], n1["q"]) == (3, pytest.approx(0.98)) and nodes["root"]["visits"] == 3
-    assert (nodes["n3"]["visits"], nodes["n3"]["q"]) == (2, pytest.approx(0.98))
+    # visits start at 1 (the released code), then one per rollout through the node
+    assert (n1["visits"], n1["q"]) == (4, pytest.approx(0.98)) and nodes["root"]["visits"] == 4
+    assert (nodes["n3"]["visits"], nodes["n3"]["q"]) == (3, pytest.approx(0.98))
     assert [nodes[i]["text"] for i in ("n7", "n8")] == ["\n", "\n"]  # unreadable expansion: the fallback
     assert out["final_node"] == "n5" and "1 + x" in out["final_code"] and out["public_pass_rate"] == 1.0
     assert out["stop_reason"] == "budget_exhausted"
@@ -120,8 +121,31 @@ def test_new_children_evaluated_concurrently_each_count_as_a_rollout():
                       rethink_rethink=False, rethink_block_info=False)
     out = build_graph(model=model).invoke({"problem": PROBLEM}, context=context)
     nodes = out["nodes"]
-    assert out["stop_reason"] == "budget_exhausted" and nodes["root"]["visits"] == 3
+    assert out["stop_reason"] == "budget_exhausted" and nodes["root"]["visits"] == 4
     assert out["cost"]["programs"] == 3
     assert {i for i, n in nodes.items() if "reward" in n} == {"n1", "n3", "n4"}  # n1, then its two children at once
     assert {nodes[i]["parent"] for i in ("n5", "n6", "n7", "n8")} == {"n3", "n4"}  # disjoint ids per branch
-    assert nodes["n1"]["visits"] == 3 and nodes["n3"]["visits"] == nodes["n4"]["visits"] == 1
+    assert nodes["n1"]["visits"] == 4 and nodes["n3"]["visits"] == nodes["n4"]["visits"] == 2
+
+
+def test_second_descent_follows_the_priors():
+    """New nodes start with one visit (issue 17): after one return the root's priors count.
+
+    Rollout 1 (root N=1, log 1 = 0) takes n1, which half-passes (reward 0.5). Rollout 2 (root N=2):
+    n1 = 0.5 + β(2)·0.2·√ln 2/(1+1) = 0.855 and n2 = 0 + β(2)·0.8·√ln 2/(1+0) = 2.839, so n2, where
+    counting from 0 visits would have given N=1, no exploration, and n1's child.
+    """
+    def respond(messages):
+        text = "\n".join(str(m.content) for m in messages)
+        if "Reasonableness" in text and "analyze and provide new thoughts" not in text:
+            return thoughts(("Return x + 1.", 0.2), ("Return x + 2.", 0.8))
+        if "Reasonableness" in text:
+            return thoughts(("Deeper.", 0.5), ("Deeper still.", 0.5))
+        return code("2") if "Return x + 1." in text else code("x + 1")
+
+    context = RethinkContext(structured_output=False, rethink_width=2, rethink_rollouts=2, rethink_rethink=False,
+                             rethink_block_info=False, rethink_self_eval=False)
+    out = build_graph(model=RespondingChatModel(respond=respond)).invoke({"problem": PROBLEM}, context=context)
+    nodes = out["nodes"]
+    assert nodes["n1"]["reward"] == 0.5 and nodes["n2"]["reward"] == 1.0
+    assert "reward" not in nodes["n3"] and out["final_node"] == "n2"

@@ -19,12 +19,13 @@ from codeforest.graphs.state import merge_nodes
 
 
 def tree():
+    """Visits as the released code counts them: 1 at creation plus one per return."""
     return {
-        "r": {"id": "r", "parent": None, "order": 0, "visits": 3, "q": 0.6},
-        "a": {"id": "a", "parent": "r", "order": 1, "prior": 0.7, "visits": 1, "q": 0.5},
-        "b": {"id": "b", "parent": "r", "order": 2, "prior": 0.2, "visits": 2, "q": 0.6},
-        "c": {"id": "c", "parent": "r", "order": 3, "prior": 0.1, "visits": 0, "q": 0.0},
-        "a1": {"id": "a1", "parent": "a", "order": 4, "prior": 1.0, "visits": 1, "q": 0.5},
+        "r": {"id": "r", "parent": None, "order": 0, "visits": 4, "q": 0.6},
+        "a": {"id": "a", "parent": "r", "order": 1, "prior": 0.7, "visits": 2, "q": 0.5},
+        "b": {"id": "b", "parent": "r", "order": 2, "prior": 0.2, "visits": 3, "q": 0.6},
+        "c": {"id": "c", "parent": "r", "order": 3, "prior": 0.1, "visits": 1, "q": 0.0},
+        "a1": {"id": "a1", "parent": "a", "order": 4, "prior": 1.0, "visits": 2, "q": 0.5},
     }
 
 
@@ -44,27 +45,39 @@ def test_uct():
 
 def test_selection_follows_p_ucb_and_ties_go_to_the_earliest():
     nodes = tree()
-    scores = {k: p_ucb(nodes[k]["q"], nodes[k]["prior"], 3, nodes[k]["visits"]) for k in "abc"}
+    scores = {k: p_ucb(nodes[k]["q"], nodes[k]["prior"], 4, nodes[k]["visits"] - 1) for k in "abc"}
     assert max(scores, key=scores.get) == "a" and select_child(nodes, "r") == "a"
     assert select_leaf(nodes, "r") == ["r", "a", "a1"]
-    nodes["r"]["visits"] = 1  # no exploration: Q decides, and a tie keeps list order
+    nodes["r"]["visits"] = 1  # a fresh node (log 1 = 0): Q decides, and a tie keeps list order
     nodes["b"]["q"] = nodes["a"]["q"] = 0.6
     assert select_child(nodes, "r") == "a"
     assert select_child(nodes, "r", rule="uct") == "c"  # UCT tries the unvisited child first
     assert select_child(nodes, "a1") is None and [n["id"] for n in children(nodes, "r")] == ["a", "b", "c"]
 
 
+def test_one_return_is_enough_for_the_priors_to_count():
+    nodes = {"r": {"id": "r", "parent": None, "order": 0, "visits": 1},
+             "a": {"id": "a", "parent": "r", "order": 1, "prior": 0.2, "visits": 1, "q": 0.0},
+             "b": {"id": "b", "parent": "r", "order": 2, "prior": 0.8, "visits": 1, "q": 0.0}}
+    assert select_child(nodes, "r") == "a"  # N(s) = 1: every score is Q = 0, the first is kept
+    nodes = merge_nodes(nodes, backpropagate(nodes, "a", 0.0))
+    assert nodes["r"]["visits"] == 2 and nodes["a"]["visits"] == 2
+    # N(s) = 2: a = 0 + β(2)·0.2·√ln 2/(1+1) = 0.355, b = β(2)·0.8·√ln 2/(1+0) = 2.839
+    assert select_child(nodes, "r") == "b"
+
+
 def test_backpropagation_keeps_the_maximum_and_counts_visits():
     nodes = tree()
     updates = backpropagate(nodes, "a1", 0.3)
-    assert updates == {"a1": {"visits": 2, "q": 0.5}, "a": {"visits": 2, "q": 0.5}, "r": {"visits": 4, "q": 0.6}}
+    assert updates == {"a1": {"visits": 3, "q": 0.5}, "a": {"visits": 3, "q": 0.5}, "r": {"visits": 5, "q": 0.6}}
     nodes = merge_nodes(nodes, backpropagate(nodes, "a1", 0.9))
     assert [nodes[i]["q"] for i in ("a1", "a", "r")] == [0.9, 0.9, 0.9]
     fresh = backpropagate(nodes, "c", 0.1)
-    assert fresh["c"] == {"visits": 1, "q": 0.1}  # an unvisited node takes its first return, even below 0
+    assert fresh["c"] == {"visits": 2, "q": 0.1}  # a node's first return replaces its Q, even below it
 
 
 def test_backpropagation_discount_option():
+    # the released code discounts every edge, the leaf's own included: 0.9, 0.81, 0.729
     updates = backpropagate(tree(), "a1", 1.0, gamma=0.9)
-    assert updates["a1"]["q"] == 1.0 and updates["a"]["q"] == pytest.approx(0.9)
-    assert updates["r"]["q"] == pytest.approx(0.81)
+    assert updates["a1"]["q"] == pytest.approx(0.9) and updates["a"]["q"] == pytest.approx(0.81)
+    assert updates["r"]["q"] == pytest.approx(0.729)
