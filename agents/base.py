@@ -77,6 +77,16 @@ def _record(cost: dict) -> dict:
     return cost
 
 
+def record_call(cost: dict) -> dict:
+    """Count a call that is not a chat-model call (e.g. a PRM endpoint) in the node's ledger; returns ``cost``."""
+    return _record(cost)
+
+
+def fault(message: str) -> ModelFault:
+    """A ``ModelFault`` carrying everything the node has spent so far."""
+    return ModelFault(message, _spent())
+
+
 @dataclass
 class Reply(Generic[T]):
     """An agent's answer: what it means, the raw text, the cost, and whether it was read or is the fallback.

@@ -1,4 +1,5 @@
-"""Rethink (RethinkMCTS): rewrite the current leaf thought from the verbal feedback, keeping its place in the tree."""
+"""Rethink: rewrite a thought in place. RethinkMCTS rewrites the failing leaf thought from the verbal feedback;
+CodePRM's Refine rewrites a thought the Verifier flagged."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
-from codeforest.agents.base import Reply, call_model
+from codeforest.agents.base import Reply, call_model, messages
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
 
@@ -20,3 +21,14 @@ def rethink(model: BaseChatModel, prompt: Prompt, problem: Problem, *, thoughts:
     text = re.sub(r"```.*?(```|\Z)", "", raw, flags=re.DOTALL).strip()  # a thought, not code
     text = re.sub(r"^(new\s+)?thought\s*(-?\d+)?\s*:\s*", "", text, flags=re.IGNORECASE).strip()
     return Reply(text or raw.strip(), raw, cost)
+
+
+def refine(model: BaseChatModel, prompt: Prompt, *, state: str, code: str, feedback: str,
+           refine_id: int) -> Reply[str]:
+    """CodePRM's Refine: a new thought replacing the ``refine_id``-Thought (1-based) of the numbered ``state``."""
+    raw, cost = call_model(model, messages(prompt.render("system"),
+                                           prompt.render("refine", state=state, code=code, feedback=feedback,
+                                                         refine_id=refine_id)))
+    text = re.sub(r"```.*?(```|\Z)", "", raw, flags=re.DOTALL).strip()
+    text = re.sub(r"^\**\s*(new\s+)?(\d+\s*-\s*)?thought\s*(-?\d+)?\s*\**\s*:\s*\**", "", text, flags=re.I).strip()
+    return Reply(text or raw.strip(), raw, cost, parsed=bool(text))

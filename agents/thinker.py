@@ -22,6 +22,7 @@ from codeforest.tools.knowledge import TOPICS
 DYNAMIC = {"strategy": "multiple", "reflection": "one or multiple (if there is)"}
 _NUMBERED = re.compile(r"^\s*(?:<(\d+)>|\(?(\d+)[.):])\s*(.+?)\s*$")
 MIN_ITEM_CHARS = 5  # the released code drops shorter lines
+SKIP_THOUGHT = "skip one thought step"  # CodePRM's released stand-in for a thought that cannot be read
 
 
 def parse_numbered(text: str, limit: int) -> list[str]:
@@ -241,3 +242,31 @@ def edit_step(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list
     body = " ".join(re.sub(r"```.*?(```|\Z)", "", match.group(2), flags=re.S).split())
     body = re.sub(r"^\**\s*Step\s*\d+\s*[:.)]\**\s*", "", body, flags=re.I)
     return Reply(body if match.group(1).lower() == "yes" and body else None, raw, cost)
+
+
+def one_thought(model: BaseChatModel, prompt: Prompt, problem: Problem, *, previous: str, code: str | None = None,
+                feedback: str | None = None) -> Reply[tuple[str, float] | None]:
+    """CodePRM's fallback when a thought list cannot be read: one sampled {"Thought", "Reasonableness"} (the
+    caller binds the temperature and seed); ``None`` when this answer cannot be read either."""
+    key = "one_with_feedback" if feedback is not None else "one"
+    raw, cost = call_model(model, [HumanMessage(prompt.render(key, problem=problem["prompt"], thoughts=previous,
+                                                              code=code or "", feedback=feedback or ""))])
+    body = raw.split("```json")[1].split("```")[0] if "```json" in raw else raw
+    match = re.search(r"\{.*\}", body, re.S)
+    try:
+        loaded = json.loads(match.group(0)) if match else None
+        value = (str(loaded["Thought"]).strip(), float(loaded["Reasonableness"])) if isinstance(loaded, dict) else None
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+        value = None
+    if value is not None and not value[0]:
+        value = None
+    return Reply(value, raw, cost, parsed=value is not None)
+
+
+def chain_step(model: BaseChatModel, prompt: Prompt, problem: Problem, *, previous: str) -> Reply[str]:
+    """CodePRM's Best-of-N: the next thought of a chain in one or two sentences (sampled by the caller)."""
+    raw, cost = call_model(model, [HumanMessage(prompt.render("step", problem=problem["prompt"], thoughts=previous))])
+    text = re.sub(r"```.*?(```|\Z)", "", raw, flags=re.S)
+    text = re.sub(r"^\s*(\d+\s*-\s*)?thought\s*\d*\s*:\s*", "", text.strip(), flags=re.I)
+    text = " ".join(text.split())
+    return Reply(text or SKIP_THOUGHT, raw, cost, parsed=bool(text))

@@ -39,11 +39,11 @@ log = logging.getLogger("codeforest.bench")
 RESULTS = "results.jsonl"
 LOCK = ".lock"
 COST_FIELDS = ("llm_calls", "prompt_tokens", "completion_tokens", "programs", "sandbox_runs", "parse_failures",
-               "cached_calls", "wall_s")
+               "cached_calls", "prm_calls", "wall_s")
 # Context fields that change how a run is carried out, not what it computes (the model is recorded on its
 # own; an endpoint URL may carry credentials, so it is never written).
 OPERATIONAL_FIELDS = frozenset({"model", "base_url", "api_key_env", "request_timeout", "retries", "server_slots",
-                                "cache_path", "sandbox", "bester_concurrency"})
+                                "cache_path", "sandbox", "bester_concurrency", "verifier_url"})
 
 
 def result_settings(context: Context) -> dict:

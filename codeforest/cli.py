@@ -8,6 +8,7 @@ import signal
 import sys
 import textwrap
 import threading
+from itertools import zip_longest
 
 from rich.console import Console
 from rich.markup import escape
@@ -16,7 +17,7 @@ from codeforest.bench import FolderBusy
 from codeforest.context import Context
 from codeforest.problems import DatasetError, Task, load_dataset, load_problem
 from codeforest.prompts import PromptError, check_prompts_dir
-from codeforest.registry import graph_names
+from codeforest.registry import context_for, graph_names
 from codeforest.tools.knowledge import KnowledgeError
 from codeforest.tools.models import ModelError, redact
 from codeforest.tools.sandbox_e2b import SandboxServiceError
@@ -123,6 +124,25 @@ def _parser() -> argparse.ArgumentParser:
     sanity.add_argument("--steps", help="the steps JSONL it was built from (default: the packaged steps)")
     sanity.add_argument("--limit", type=_positive_int, default=50)
     sanity.set_defaults(func=cmd_kb_sanity)
+
+    prm = sub.add_parser("collect-prm", help="CodePRM training data: thought trees labelled by pass rates; resumable")
+    prm.add_argument("--dataset", action="append", default=[], metavar="DATASET",
+                     help="a dataset name or .jsonl path (repeatable; problems are interleaved)")
+    pick = prm.add_mutually_exclusive_group()
+    pick.add_argument("--problems", help="comma-separated problem ids (with one --dataset)")
+    pick.add_argument("--limit", type=_positive_int, help="the first N problems of each dataset")
+    pick.add_argument("--sample", type=_positive_int, help="N problems of each dataset drawn at random (--seed)")
+    prm.add_argument("--seed", type=int, default=0)
+    prm.add_argument("--out", required=False, help="the data file (JSONL) to write and resume")
+    prm.add_argument("--rollouts", type=_positive_int, help="rollouts per problem (default: 16)")
+    prm.add_argument("--label", choices=["private", "mean"], default="private",
+                     help="a code's score: its private pass rate (the paper) or the mean of public and private "
+                          "(the released code)")
+    prm.add_argument("--stats", action="store_true", help="only print the label distribution of --out")
+    prm.add_argument("--cache", nargs="?", const="", metavar="PATH",
+                     help="cache model responses in SQLite (default PATH: <out>.responses.sqlite)")
+    _add_context_args(prm)
+    prm.set_defaults(func=cmd_collect_prm)
 
     serve = sub.add_parser("serve", help="run the embedded model server in the foreground")
     serve.add_argument("--model", default="local", help="local (1.5B, default), small (0.5B) or a .gguf path")
@@ -451,6 +471,50 @@ def cmd_kb_build(args: argparse.Namespace) -> int:
     err.print(f"embedded {added} new problems in {time.monotonic() - started:.1f} s; {out} holds "
               f"{len(kb.manifest.get('problems', {}))} problems ({kb.manifest.get('documents', 0)} step prefixes) "
               f"from {', '.join(kb.manifest.get('datasets', [])) or 'nothing yet'}")
+    return 0
+
+
+def cmd_collect_prm(args: argparse.Namespace) -> int:
+    """Search each problem's thoughts, label every thought by its codes' pass rates, append the samples."""
+    from pathlib import Path
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from codeforest.bench import select_tasks
+    from codeforest.prm_data import collect, label_distribution
+
+    if not args.out:
+        raise ValueError("give --out FILE.jsonl")
+    if not args.stats:
+        if not args.dataset:
+            raise ValueError("give --dataset DATASET (repeatable)")
+        if args.problems and len(args.dataset) > 1:
+            raise ValueError("--problems needs exactly one --dataset")
+        context = context_from_args(args)
+        if args.rollouts:
+            context = context_for("gvr", context, gvr_rollouts=args.rollouts)
+        if args.cache is not None:
+            context.cache_path = args.cache or f"{args.out}.responses.sqlite"
+        per_dataset = []
+        for name in args.dataset:
+            tasks = select_tasks(load_dataset(name, args.data_dir), problems=args.problems.split(",") if
+                                 args.problems else None, limit=args.limit, sample=args.sample, seed=args.seed)
+            label = Path(name).stem if name.endswith((".jsonl", ".json")) else name
+            per_dataset.append([(label, t) for t in tasks])
+        interleaved = [pair for group in zip_longest(*per_dataset) for pair in group if pair is not None]
+        with Progress(TextColumn("collect-prm"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=err) as bar:
+            task = bar.add_task("collect", total=None)
+
+            def on_problem(problem: dict, i: int, total: int) -> None:
+                bar.update(task, total=total, completed=i)
+                err.print(f"{problem['dataset']} {problem['problem_id']}: {problem['samples']} samples from "
+                          f"{problem['codes']} programs, mean label {problem['mean_label']}, {problem['tokens']:,} "
+                          f"tokens, {problem['wall_s']:.0f} s  [{i}/{total}]")
+
+            added = collect(interleaved, args.out, context, label=args.label, on_problem=on_problem)
+        err.print(f"added {added} problems to {args.out}")
+    print(json.dumps(label_distribution(args.out), indent=2))
     return 0
 
 

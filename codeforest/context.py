@@ -98,3 +98,21 @@ def non_default_settings(context: Context, leave_out: frozenset[str] = frozenset
     """The fields a context sets away from their defaults, except ``leave_out``."""
     return {name: getattr(context, name) for name, info in type(context).model_fields.items()
             if name not in leave_out and getattr(context, name) != info.default}
+
+
+class VerifierContext(Context):
+    """The Verifier's settings, for the graphs that can use one (GVR; CodeTree and RethinkMCTS by choice)."""
+
+    verifier: Literal["llm", "http"] = Field(default="llm", description=(
+        "Who scores each thought: 'llm' (the prompted chat model, CodePRM's LLM verifier) or 'http' (a trained "
+        "PRM served at verifier_url)."))
+    verifier_url: str = Field(default="", description=(
+        "The PRM endpoint for verifier='http': POST {problem, thoughts, code, feedback, step_tag, input} -> "
+        "{scores: [...]}, one score in [0, 1] per thought."))
+    verifier_input: Literal["execution", "thoughts"] = Field(default="execution", description=(
+        "'execution': problem, thoughts, code and public-test feedback (CodePRM); 'thoughts': problem and "
+        "thoughts only (the paper's math-style PRM ablation)."))
+    verifier_threshold: float = Field(default=0.5, ge=0, le=1, description=(
+        "θ: a thought scoring below it is flagged as wrong (CodePRM's threshold verification)."))
+    verifier_threshold_rule: Literal["lt", "le"] = Field(default="lt", description=(
+        "'lt': flag scores < θ (the released code); 'le': scores ≤ θ (the paper)."))

@@ -9,11 +9,34 @@ from pathlib import Path
 
 def append_record(path: str | os.PathLike, record: dict) -> None:
     """Append one JSON line, flushed and synced; a line cut short by an earlier kill gets its own line ended."""
+    append_records(path, [record])
+
+
+def append_records(path: str | os.PathLike, records: list[dict]) -> None:
+    """Append JSON lines in one write, flushed and synced (a kill keeps all of them or cuts the last short)."""
     with open(Path(path), "a+b") as f:
         if f.tell() > 0:
             f.seek(-1, os.SEEK_END)
             if f.read(1) != b"\n":
                 f.write(b"\n")
-        f.write((json.dumps(record) + "\n").encode("utf-8"))
+        f.write("".join(json.dumps(r) + "\n" for r in records).encode("utf-8"))
         f.flush()
         os.fsync(f.fileno())
+
+
+def read_records(path: str | os.PathLike) -> tuple[list[dict], int]:
+    """The JSON object lines of a file and how many lines could not be read (e.g. one cut short by a kill)."""
+    records, unreadable = [], 0
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            unreadable += 1
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+        else:
+            unreadable += 1
+    return records, unreadable

@@ -13,6 +13,8 @@ GRAPHS = {
     "rethink_mcts": "codeforest.graphs.rethink_mcts",
     "bester": "codeforest.graphs.bester",
     "rpm_mcts": "codeforest.graphs.rpm_mcts",
+    "gvr": "codeforest.graphs.gvr",
+    "gvr_bon": "codeforest.graphs.gvr_bon",
 }
 
 

@@ -22,10 +22,13 @@ from langgraph.runtime import Runtime
 from pydantic import Field
 
 from codeforest.agents import critic, debugger, solver, thinker
+from codeforest.agents.base import Reply
 from codeforest.agents.debugger import REVIEW_MARK
-from codeforest.context import Context
+from codeforest.agents.verifier import verify
+from codeforest.context import VerifierContext
 from codeforest.graphs import kit
 from codeforest.graphs.state import Execution, NodeRecord, SearchState
+from codeforest.tools.testing import PRM_PASSED
 
 BUDGET_UNIT = "programs"
 PASS_BONUS = 5 / 15
@@ -33,7 +36,7 @@ PASS_THRESHOLD = 0.99  # the released code's "r > 0.99"
 STEPS_PER_PROGRAM = 5  # pick, generate, execute, critique, reflect
 
 
-class CodeTreeContext(Context):
+class CodeTreeContext(VerifierContext):
     """CodeTree's settings (SPEC-codetree-bester-codeprm.md §1): the paper's and released code's defaults."""
 
     codetree_max_programs: int = Field(default=20, ge=1, description=(
@@ -51,6 +54,10 @@ class CodeTreeContext(Context):
     codetree_final: Literal["best", "last_failing"] = Field(default="best", description=(
         "Program returned when nothing is accepted: 'best' (highest value, as the paper says) or "
         "'last_failing' (what the released code returns)."))
+    codetree_evaluator: Literal["critic", "verifier"] = Field(default="critic", description=(
+        "Who judges a node: the Critic (the paper), or the Verifier (CodePRM) scoring the node's strategy and "
+        "reflections: a visible pass is accepted when no step is flagged below θ, a failure scores "
+        "round(5 · mean step score)."))
 
 
 CONTEXT = CodeTreeContext
@@ -206,8 +213,7 @@ def critique(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: Bas
     if not context.codetree_critic:
         decision, reason = judge_without_critic(ratio, depth, max_depth)
     elif ratio > PASS_THRESHOLD:
-        verdict = critic.verify(kit.chat_model(context, model), kit.prompt(context, "critic"), state["problem"],
-                                code=node["code"], feedback=feedback, structured=context.structured_output)
+        verdict = judge_pass(state, context, kit.chat_model(context, model), node)
         cost, record["critic_verdict"], value = verdict.cost, bool(verdict.value), value + PASS_BONUS
         kit.emit("verdict", node=node["id"], accepted=bool(verdict.value), analysis=verdict.analysis[:300])
         if not verdict.value:
@@ -219,9 +225,7 @@ def critique(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: Bas
         if depth >= max_depth:
             decision, reason = "abort", "depth limit"
         else:
-            score = critic.score_tests(kit.chat_model(context, model), kit.prompt(context, "critic"),
-                                       state["problem"], code=node["code"], feedback=feedback,
-                                       structured=context.structured_output)
+            score = judge_failure_score(state, context, kit.chat_model(context, model), node)
             kit.emit("verdict", node=node["id"], score=score.value, analysis=score.analysis[:300])
             cost, record["critic_score"], value = score.cost, int(score.value), value + int(score.value) / 15
             decision, reason = judge_failure(value, parent.get("value", 0.0) if parent else 0.0, depth,
@@ -236,6 +240,44 @@ def critique(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: Bas
     elif kit.steps_left(state) < (STEPS_PER_PROGRAM if decision == "refine" else STEPS_PER_PROGRAM - 1) + 1:
         update["stop"] = kit.STEP_LIMIT  # no room for (a reflection and) another program, then finalize
     return update
+
+
+def chain(nodes: dict[str, NodeRecord], node: NodeRecord) -> list[str]:
+    """A node's strategy and the reflections below it, from the top: the thoughts the Verifier scores."""
+    texts = []
+    current: NodeRecord | None = node
+    while current is not None:
+        if current.get("text", "").strip():
+            texts.append(current["text"])
+        current = nodes.get(current.get("parent") or "")
+    return texts[::-1]
+
+
+def judge_pass(state: CodeTreeState, context: CodeTreeContext, llm: BaseChatModel, node: NodeRecord) -> Reply:
+    """The verdict on a visible pass: the Critic's, or the Verifier's (accepted when no step is flagged)."""
+    if context.codetree_evaluator == "critic":
+        return critic.verify(llm, kit.prompt(context, "critic"), state["problem"], code=node["code"],
+                             feedback=node["feedback"], structured=context.structured_output)
+    scored = verify(kit.verifier(context, llm), state["problem"]["prompt"], chain(state["nodes"], node),
+                    node["code"], PRM_PASSED)
+    flagged = kit.below(scored.value, context.verifier_threshold, context.verifier_threshold_rule)
+    return Reply(not flagged, scored.raw, scored.cost, scored.parsed, _shown(scored.value))
+
+
+def judge_failure_score(state: CodeTreeState, context: CodeTreeContext, llm: BaseChatModel,
+                        node: NodeRecord) -> Reply:
+    """The 0-5 score of a failing node: the Critic's, or round(5 · the Verifier's mean step score)."""
+    if context.codetree_evaluator == "critic":
+        return critic.score_tests(llm, kit.prompt(context, "critic"), state["problem"], code=node["code"],
+                                  feedback=node["feedback"], structured=context.structured_output)
+    scored = verify(kit.verifier(context, llm), state["problem"]["prompt"], chain(state["nodes"], node),
+                    node["code"], node["feedback"])
+    mean = kit.aggregate(scored.value, "mean")
+    return Reply(round(5 * mean), scored.raw, scored.cost, scored.parsed, _shown(scored.value))
+
+
+def _shown(scores: list[float]) -> str:
+    return "Verifier step scores: " + ", ".join(f"{i}-Thought {s:.2f}" for i, s in enumerate(scores, 1))
 
 
 def reflect(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: BaseChatModel | None = None) -> dict:

@@ -3,7 +3,8 @@
 One definition each of: the run's settings (``settings``), the chat model and prompts a node gives its
 agent, progress events (``emit``), creating a node (one id scheme), "this program passes the public
 tests" (one rule), running a node's program, choosing the final program, the common output, the start
-of a run (input validation and a clean tree on a reused thread) and the wiring helpers.
+of a run (input validation and a clean tree on a reused thread), the Verifier a run uses with its
+flagging and aggregation rules, and the wiring helpers.
 
 Ids: the MCTS root is ``root`` (order 0); every other node is ``n<order>``, its creation order from 1.
 Public tests: a program passes only when the problem has public tests and it passes all of them. A
@@ -35,10 +36,12 @@ from langgraph.types import Command, Overwrite
 
 from codeforest.agents import critic
 from codeforest.agents.base import ModelFault, Reply, counting_calls
-from codeforest.context import Context
+from codeforest.agents.verifier import LLMVerifier
+from codeforest.context import Context, VerifierContext
 from codeforest.graphs.state import Execution, NodeRecord, SearchInput, SearchOutput, SearchState
 from codeforest.problems import Problem, public_suite, validate_problem
 from codeforest.prompts import Prompt, check_prompts_dir, load_prompt
+from codeforest.tools.prm import HTTPScorer
 from codeforest.tools.sandbox import run_public_tests
 from codeforest.tools.testing import ExecutionResult, feedback_text
 from codeforest.tools.tracing import failing_test_trace
@@ -90,6 +93,41 @@ def emit(event: str, **data: Any) -> None:
     except RuntimeError:  # called outside a graph run
         return
     writer({"event": event, **data})
+
+
+# --- the verifier (CodePRM; any graph whose context is a VerifierContext) ------------------------------
+
+def verifier(context: VerifierContext, model: BaseChatModel | None = None):
+    """The run's thought scorer (a ``tools.prm.PRMScorer``): the prompted chat model or the PRM endpoint."""
+    with_execution = context.verifier_input == "execution"
+    if context.verifier == "http":
+        return HTTPScorer(context.verifier_url, timeout=context.request_timeout, retries=context.retries,
+                          with_execution=with_execution)
+    return LLMVerifier(chat_model(context, model), prompt(context, "verifier"), with_execution=with_execution,
+                       structured=context.structured_output)
+
+
+def flag_thoughts(scores: list[float], mode: str, threshold: float, rule: str = "lt") -> list[int]:
+    """The thoughts to refine (0-based): every score below θ (``rule`` 'lt' <, 'le' ≤), else the lowest; or
+    only the lowest (``mode`` 'locate_min'). Ties for the lowest go to the earliest thought."""
+    if not scores:
+        return []
+    lowest = [scores.index(min(scores))]
+    if mode == "locate_min":
+        return lowest
+    return below(scores, threshold, rule) or lowest
+
+
+def below(scores: list[float], threshold: float, rule: str = "lt") -> list[int]:
+    """The positions of the scores under θ: ``rule`` 'lt' is < (the released CodePRM code), 'le' ≤ (its paper)."""
+    return [i for i, s in enumerate(scores) if (s <= threshold if rule == "le" else s < threshold)]
+
+
+def aggregate(scores: list[float], how: str) -> float:
+    """One number for a chain's step scores: 'max' (the released code's default), 'min', 'mean' or 'last'."""
+    if not scores:
+        return 0.0
+    return {"max": max, "min": min, "mean": lambda s: sum(s) / len(s), "last": lambda s: s[-1]}[how](scores)
 
 
 # --- nodes and programs ---------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
@@ -31,18 +31,19 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from codeforest.agents import critic, rethink, solver, thinker
-from codeforest.context import Context
+from codeforest.agents.verifier import numbered, verify
+from codeforest.context import VerifierContext
 from codeforest.graphs import kit, search
 from codeforest.graphs.state import Cost, NodeRecord, SearchState, add_cost, merge_nodes, total_cost
 from codeforest.problems import Problem
-from codeforest.tools.testing import ExecutionResult
+from codeforest.tools.testing import ExecutionResult, prm_feedback
 
 BUDGET_UNIT = "rollouts"
 ROOT = kit.ROOT
 MAX_FAILING_TESTS = 6  # the released code lists at most 6 failing tests in the verbal feedback
 
 
-class RethinkContext(Context):
+class RethinkContext(VerifierContext):
     """RethinkMCTS's settings (SPEC-rethinkmcts-rpm-mcts.md Part 1): the paper's defaults, released-code options."""
 
     rethink_rollouts: int = Field(default=16, ge=1, description="RethinkMCTS budget: rollouts (16).")
@@ -65,6 +66,12 @@ class RethinkContext(Context):
         "Ablation: false = verbal feedback without the block-level analysis."))
     rethink_self_eval: bool = Field(default=True, description=(
         "Ablation: false = w/o self-evaluation (reward = v_test)."))
+    rethink_evaluator: Literal["self_eval", "verifier"] = Field(default="self_eval", description=(
+        "Who judges a program passing every public test: the paper's self-evaluation in [-1, 1], or the "
+        "Verifier (CodePRM), its mean step score s giving v_llm = 2s - 1."))
+    rethink_locate: Literal["leaf", "verifier"] = Field(default="leaf", description=(
+        "Which thought a failing program's rethink rewrites: the leaf's (the paper), or the one the Verifier "
+        "scores lowest on the path (CodePRM's locate-min, rewritten with its refine prompt)."))
 
     def slots_needed(self) -> int:
         """Concurrent rollouts need as many server slots."""
@@ -179,8 +186,7 @@ def simulate(state: RolloutState, runtime: Runtime[RethinkContext], model: BaseC
     v_test = result.pass_rate if result.total else 1.0
     record["verbal_feedback"], v_llm = "", None
     if v_test == 1.0 and context.rethink_self_eval:
-        judged = critic.self_evaluate(llm, kit.prompt(context, "critic_mcts"), problem, thoughts=thoughts,
-                                      code=reply.value, structured=context.structured_output)
+        judged = self_evaluation(state, context, llm, reply.value, prm_feedback(result))
         costs.append(judged.cost)
         record["v_llm"] = v_llm = float(judged.value)
         kit.emit("verdict", node=leaf, v_llm=judged.value)
@@ -193,17 +199,46 @@ def simulate(state: RolloutState, runtime: Runtime[RethinkContext], model: BaseC
     return {"nodes": {leaf: record}, "cost": total_cost(costs), "programs": [program]}
 
 
+def self_evaluation(state: RolloutState, context: RethinkContext, llm: BaseChatModel, code: str, feedback: str):
+    """v_llm of a program passing every public test: the self-evaluation, or 2·(mean Verifier step score) - 1."""
+    nodes, path, problem = state["nodes"], state["path"], state["problem"]
+    if context.rethink_evaluator == "verifier":
+        thoughts = [nodes[i]["text"] for i in path if i != ROOT and nodes[i].get("text", "").strip()]
+        scored = verify(kit.verifier(context, llm), problem["prompt"], thoughts, code, feedback)
+        scored.value = 2 * kit.aggregate(scored.value, "mean") - 1 if thoughts else 0.0
+        return scored
+    return critic.self_evaluate(llm, kit.prompt(context, "critic_mcts"), problem, thoughts=thoughts_text(nodes, path),
+                                code=code, structured=context.structured_output)
+
+
 def rethink_leaf(state: RolloutState, runtime: Runtime[RethinkContext], model: BaseChatModel | None = None) -> dict:
-    """Rewrite the failing leaf's thought from its verbal feedback, keeping its place in the tree."""
+    """Rewrite a thought of the failing leaf's path in place from its feedback: the leaf's own (the paper), or
+    the one the Verifier scores lowest (``rethink_locate='verifier'``). The rewritten thought gets prior 1.0."""
     context = kit.settings(runtime, CONTEXT)
-    leaf = state["path"][-1]
-    node = state["nodes"][leaf]
-    reply = rethink.rethink(kit.chat_model(context, model), kit.prompt(context, "rethink"), state["problem"],
-                            thoughts=thoughts_text(state["nodes"], state["path"]), code=node["code"],
-                            feedback=node.get("verbal_feedback") or node.get("feedback", ""))
-    kit.emit("rethink", node=leaf, old=node["text"], new=reply.value)
-    return {"nodes": {leaf: {"text": reply.value, "prior": 1.0, "rethinks": node.get("rethinks", 0) + 1,
-                             "replaced_thought": node["text"]}}, "cost": reply.cost}
+    llm, nodes, leaf = kit.chat_model(context, model), state["nodes"], state["path"][-1]
+    node = nodes[leaf]
+    feedback = node.get("verbal_feedback") or node.get("feedback", "")
+    costs, target = [], leaf
+    if context.rethink_locate == "verifier":
+        ids = [i for i in state["path"] if i != ROOT and nodes[i].get("text", "").strip()]
+        scored = verify(kit.verifier(context, llm), state["problem"]["prompt"], [nodes[i]["text"] for i in ids],
+                        node["code"], feedback)
+        costs.append(scored.cost)
+        position = kit.flag_thoughts(scored.value, "locate_min", context.verifier_threshold)
+        target = ids[position[0]] if position else leaf
+        kit.emit("verified", node=leaf, scores=[round(s, 3) for s in scored.value], flagged=[target])
+        shown = f"{state['problem']['prompt']}\nThoughts:\n{numbered([nodes[i]['text'] for i in ids])}"
+        reply = rethink.refine(llm, kit.prompt(context, "rethink_gvr"), state=shown, code=node["code"],
+                               feedback=feedback, refine_id=ids.index(target) + 1 if target in ids else len(ids))
+    else:
+        reply = rethink.rethink(llm, kit.prompt(context, "rethink"), state["problem"],
+                                thoughts=thoughts_text(nodes, state["path"]), code=node["code"], feedback=feedback)
+    costs.append(reply.cost)
+    old = nodes[target]["text"]
+    kit.emit("rethink", node=target, old=old, new=reply.value)
+    updates = {leaf: {"rethinks": node.get("rethinks", 0) + 1}}
+    updates[target] = {**updates.get(target, {}), "text": reply.value, "prior": 1.0, "replaced_thought": old}
+    return {"nodes": updates, "cost": total_cost(costs)}
 
 
 def expand(state: RolloutState, runtime: Runtime[RethinkContext], model: BaseChatModel | None = None) -> dict:

@@ -66,6 +66,8 @@ class NodeRecord(TypedDict, total=False):
     reflection: str  # RPM-MCTS: the error-step locator's analysis of a failed roll-out from here
     passing: bool  # RPM-MCTS: a roll-out through here passed every public test and the evaluator
     final_code: str  # RPM-MCTS: that roll-out's program
+    prm_scores: list[float]  # GVR: the Verifier's score of each thought on the path, for this node's program
+    refined: int  # GVR: how often the Verifier's flag had this thought rewritten
 
 
 class Cost(TypedDict, total=False):
@@ -78,10 +80,11 @@ class Cost(TypedDict, total=False):
     sandbox_runs: int
     parse_failures: int
     cached_calls: int  # model calls answered from the response cache (no endpoint request)
+    prm_calls: int  # calls to a PRM endpoint (a trained verifier; an LLM verifier's calls are llm_calls)
 
 
 COST_KEYS = ("llm_calls", "prompt_tokens", "completion_tokens", "programs", "sandbox_runs", "parse_failures",
-             "cached_calls")
+             "cached_calls", "prm_calls")
 
 
 def merge_nodes(left: dict[str, NodeRecord] | None, right: dict[str, NodeRecord] | None) -> dict[str, NodeRecord]:

@@ -28,7 +28,8 @@ DEC = {"id": "T/dec", "prompt": 'def dec(x):\n    """Return x minus one."""\n', 
 # small budgets, so a scripted run stays short; the paper defaults are tested in each graph's own tests
 SMALL = {"direct": {}, "codetree": {"codetree_max_programs": 5, "codetree_width": 2},
          "rethink_mcts": {"rethink_rollouts": 3, "rethink_width": 2}, "bester": {"bester_depth": 2, "bester_width": 2},
-         "rpm_mcts": {"rpm_rollouts": 2, "rpm_width": 2, "rpm_kb": False}}
+         "rpm_mcts": {"rpm_rollouts": 2, "rpm_width": 2, "rpm_kb": False},
+         "gvr": {"gvr_rollouts": 3, "gvr_width": 2}, "gvr_bon": {"gvr_bon_n": 2, "gvr_bon_steps": 2}}
 
 
 class Universal:
@@ -60,12 +61,23 @@ class Universal:
                  ("correct **next step**", "Next step: Add one to x."), ("act as an evaluator", "<score>6</score>"),
                  ("complete all remaining steps", "Step 1: Add one to x.\nStep 2: Return it."),
                  ("Test case debug information", "<step_n>2</step_n> Add one, not zero."),
-                 ("Execute results on test cases", "Looks right.\n<evaluation>9.5</evaluation>")]
+                 ("Execute results on test cases", "Looks right.\n<evaluation>9.5</evaluation>"),
+                 ("judge the correctness of each thought", '{"1-Thought": 0.9, "2-Thought": 0.8, "3-Thought": 0.7}'),
+                 ("Revise and enhance the", "Add one."), ("offer ONE more further thought step", "Add one.")]
         for marker, answer in roles:
             if marker in text:
                 return answer
         name, body = ("dec", "x - 1") if "def dec" in text else ("inc", "x + 1")
         return f"```python\ndef {name}(x):\n    return {'x' if self.wrong else body}\n```"
+
+
+PREFIXES = (("gvr_bon_", "gvr_bon"), ("gvr_", "gvr"), ("codetree_", "codetree"), ("rethink_", "rethink_mcts"),
+            ("bester_", "bester"), ("rpm_", "rpm_mcts"))
+
+
+def owner_of(setting: str) -> str | None:
+    """The graph a method-specific setting belongs to, by its prefix (None: a shared setting)."""
+    return next((graph for prefix, graph in PREFIXES if setting.startswith(prefix)), None)
 
 
 def run(graph: str, problem: dict, model=None, config=None, **settings):
@@ -84,10 +96,7 @@ def test_input_output_and_context_json_schemas_build(graph):
         "final_code", "final_node", "stop_reason", "public_pass_rate", "error", "nodes", "cost"}
     context = compiled.get_context_jsonschema()["properties"]
     assert "model" in context and all(context[f].get("description") for f in context)
-    own = {"direct": "", "codetree": "codetree_", "rethink_mcts": "rethink_", "bester": "bester_",
-           "rpm_mcts": "rpm_"}[graph]
-    assert not any(f.startswith(("codetree_", "rethink_", "bester_", "rpm_")) and not (own and f.startswith(own))
-                   for f in context), "Studio shows only this graph's settings"
+    assert not any(owner_of(f) not in (None, graph) for f in context), "Studio shows only this graph's settings"
 
 
 @pytest.mark.parametrize("graph", GRAPHS)

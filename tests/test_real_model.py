@@ -115,6 +115,30 @@ def test_rethink_mcts_small_budget_solve():
     assert "def has_close_elements" in out["final_code"] and out["private_passed"] is not None
 
 
+def test_gvr_verifies_and_refines_with_the_real_model(data_dir):
+    """GVR-MCTS with 2 rollouts (the paper's 16 are too slow for CI) and the 0.5B model as generator and verifier,
+    on MBPP/14, whose first program the 0.5B model gets wrong on the public test."""
+    out = _solve_json("--graph", "gvr", "--dataset", "mbpp500", "--problem", "MBPP/14",
+                      env={"CODEFOREST_GVR_ROLLOUTS": "2"})
+    nodes = out["nodes"]
+    assert out["stop_reason"] == "budget_exhausted" and nodes["root"]["visits"] == 3  # 1 + 2 rollouts
+    coded = [n for n in nodes.values() if n.get("code")]
+    failing = [n for n in coded if n["execution"]["pass_rate"] < 1.0]
+    assert failing and all(len(n["prm_scores"]) == len(search_path(nodes, n["id"])) for n in failing)
+    assert any(n.get("refined") for n in nodes.values()) and out["cost"]["programs"] >= 3
+    assert nodes[out["final_node"]]["value"] == max(n["value"] for n in coded)
+    assert "def find_volume" in out["final_code"].lower()
+
+
+def search_path(nodes: dict, node_id: str) -> list[str]:
+    """The non-root thoughts from the top down to ``node_id``."""
+    path = []
+    while node_id != "root":
+        path.append(node_id)
+        node_id = nodes[node_id]["parent"]
+    return path
+
+
 def test_bester_reflects_and_repairs_with_the_real_model(data_dir):
     """BESTER at k = 2, N = 1 (5 calls; the paper's 21 are too slow for CI) with the 0.5B model.
 

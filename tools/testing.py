@@ -160,3 +160,40 @@ def _token_equal(a: str, e: str) -> bool:
         return math.isclose(float(a), float(e), rel_tol=1e-6, abs_tol=1e-6)
     except ValueError:
         return False
+
+
+PRM_PASSED = "All public test cases passed!"
+PRM_MAX_FAILED = 5  # CodePRM's released code shows at most 5 failing tests
+PRM_TEST_CHARS = 2048  # about the released code's 512 tokens per failing test
+
+
+def prm_feedback(result: ExecutionResult) -> str:
+    """The public-test feedback CodePRM's verifier and refine prompts see (its released code's format).
+
+    "All public test cases passed!", or up to 5 failing tests as "## Failed test i:" with the input,
+    the ground truth and the current output (an assert test shows itself instead of input and truth);
+    tests whose text is over the size limit are left out unless all are, then they are cut.
+    """
+    if result.all_passed:
+        return PRM_PASSED
+    if not result.total:
+        return "No public test cases."
+    shown = [_prm_failure(o) for o in result.outcomes if not o.passed]
+    if not shown and result.error:
+        shown = [f"# Input:\nUnknown\n# Ground Truth Output:\nUnknown\n\n# Current Execution Output:\n{result.error}"]
+    kept = [s for s in shown if len(s) < PRM_TEST_CHARS][:PRM_MAX_FAILED]
+    if not kept:
+        kept = [_cut(s, PRM_TEST_CHARS) for s in shown[:PRM_MAX_FAILED]]
+    return "".join(f"\n\n## Failed test {k}: \n{text}" for k, text in enumerate(kept, 1)).strip()
+
+
+def _prm_failure(o: TestOutcome) -> str:
+    if o.timed_out:
+        got = "TIMEOUT"
+    elif o.reason == "wrong answer" and o.actual is not None:
+        got = o.actual
+    else:
+        got = o.error or (o.actual if o.actual is not None else "no output")
+    if o.expected is not None and not o.test.lstrip().startswith("assert"):
+        return f"# Input:\n{o.test}\n# Ground Truth Output:\n{o.expected}\n\n# Current Execution Output:\n{got}"
+    return f"{o.test.strip()}\n\n# Current Execution Output:\n{got}"

@@ -1,0 +1,110 @@
+"""Verifier (CodePRM): a score in [0, 1] for each thought of a chain, from the code and its feedback.
+
+The prompted LLM verifier is CodePRM's released ``llm_score_thought`` (the paper's Fig. 6 evaluates such
+general LLMs as verifiers); ``LLMVerifier`` makes it a ``PRMScorer``, so a trained PRM
+(``tools.prm.HTTPScorer``) takes its place wherever a graph verifies. ``verify`` runs either and always
+returns one score per thought: an answer that cannot be read scores every thought 0.5 and is counted as a
+parse failure (the released code draws random scores there; a fixed neutral score keeps runs reproducible).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from langchain_core.language_models import BaseChatModel
+
+from codeforest.agents.base import Reply, fault, messages, record_call, structured_call
+from codeforest.prompts import Prompt
+from codeforest.tools.prm import PRMError, PRMScorer
+
+UNREAD_SCORE = 0.5
+
+
+def numbered(thoughts: list[str]) -> str:
+    """The thoughts as the verifier and the refine prompt show them: one ``i-Thought: ...`` line each."""
+    return "".join(f"\n{i}-Thought: {t.strip()}" for i, t in enumerate(thoughts, 1))
+
+
+def parse_scores(text: str, count: int) -> list[float] | None:
+    """The released code's reading: the JSON dict's values in order, else every second number; clamped to [0, 1].
+
+    More scores than thoughts are cut; fewer (or none) is unreadable (``None``).
+    """
+    body = text.split("```json")[1].split("```")[0] if "```json" in text else text
+    scores: list[float] = []
+    try:
+        loaded = json.loads(re.sub(r",\s*}", "}", body.strip()))  # a trailing comma, as in the prompt's example
+        if isinstance(loaded, dict):
+            scores = [float(v) for v in loaded.values()]
+    except (json.JSONDecodeError, TypeError, ValueError):
+        numbers = [float(m) for m in re.findall(r"-?\d+\.?\d*", body)]
+        scores = numbers[1::2]  # "1-Thought": 0.3 -> 1, 0.3
+    if len(scores) < count or count == 0:
+        return None
+    return [min(1.0, max(0.0, s)) for s in scores[:count]]
+
+
+def score_thoughts(model: BaseChatModel, prompt: Prompt, problem: str, thoughts: list[str], code: str | None,
+                   feedback: str | None, *, structured: bool = False) -> Reply[list[float]]:
+    """The LLM's score of each thought; ``code`` None: the math-style input (problem and thoughts only)."""
+    state = problem + numbered(thoughts)
+    if code is None:
+        user = prompt.render("thoughts", state=state)
+    else:
+        user = prompt.render("execution", state=state, code=code, feedback=feedback or "")
+    if structured:
+        user = f"{user}\n{prompt.render('structured')}"
+    schema = {"title": "StepScores", "description": "One correctness score in [0, 1] per thought, in order.",
+              "type": "object", "properties": {"scores": {"type": "array", "items": {"type": "number"},
+                                                          "minItems": len(thoughts), "maxItems": len(thoughts)}},
+              "required": ["scores"], "additionalProperties": False}
+    parsed, raw, cost = structured_call(model, messages(prompt.render("system"), user), schema, enabled=structured)
+    scores = None
+    if parsed and isinstance(parsed.get("scores"), list) and len(parsed["scores"]) >= len(thoughts) > 0:
+        try:
+            scores = [min(1.0, max(0.0, float(s))) for s in parsed["scores"][:len(thoughts)]]
+        except (TypeError, ValueError):
+            scores = None
+    if scores is None:
+        scores = parse_scores(raw, len(thoughts))
+    if scores is None:
+        return Reply([UNREAD_SCORE] * len(thoughts), raw, cost, parsed=False)
+    return Reply(scores, raw, cost)
+
+
+class LLMVerifier:
+    """The prompted LLM verifier as a ``PRMScorer``."""
+
+    def __init__(self, model: BaseChatModel, prompt: Prompt, *, with_execution: bool = True,
+                 structured: bool = False):
+        self.model, self.prompt, self.with_execution, self.structured = model, prompt, with_execution, structured
+
+    def judge(self, problem: str, thoughts: list[str], code: str, feedback: str) -> Reply[list[float]]:
+        """The scores with the call's cost."""
+        return score_thoughts(self.model, self.prompt, problem, thoughts, code if self.with_execution else None,
+                              feedback, structured=self.structured)
+
+    def score(self, problem: str, thoughts: list[str], code: str, feedback: str) -> list[float]:
+        """One score per thought."""
+        return self.judge(problem, thoughts, code, feedback).value
+
+
+def verify(scorer: PRMScorer, problem: str, thoughts: list[str], code: str, feedback: str) -> Reply[list[float]]:
+    """Any scorer's scores as a reply: its cost (an LLM's tokens, or one ``prm_calls``), 0.5 each when unusable.
+
+    A PRM endpoint that fails for good raises ``ModelFault``, which ends the search like a failed model call.
+    """
+    if not thoughts:
+        return Reply([], "", {})
+    judge = getattr(scorer, "judge", None)
+    if callable(judge):
+        return judge(problem, thoughts, code, feedback)
+    cost = record_call({"prm_calls": 1})
+    try:
+        scores = list(scorer.score(problem, thoughts, code, feedback))
+    except PRMError as exc:
+        raise fault(f"verifier: {exc}") from exc
+    if len(scores) != len(thoughts):
+        return Reply([UNREAD_SCORE] * len(thoughts), json.dumps(scores), cost, parsed=False)
+    return Reply([min(1.0, max(0.0, float(s))) for s in scores], json.dumps(scores), cost)

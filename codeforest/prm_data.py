@@ -1,0 +1,148 @@
+"""CodePRM's training data: a tree search over thoughts, each thought labelled with its code's pass rate.
+
+For each problem the harness runs the GVR-MCTS search without refinement (``gvr_max_refines=0``): every
+node's code is written from the partial thought chain ending there and run on the public tests, as in
+any graph. Only after the graph has returned does the harness run each code on the private tests and
+label every thought s with the mean pass rate of all code descending from s, its own included (the
+paper's Eq. 2; ``label="mean"``: the mean of the public and private pass rates, as the released code).
+No private test enters the graph's state, prompts or logs.
+
+Each code gives one training sample in CodePRM's format: the problem, the thoughts of its chain, the
+code, its public-test feedback, the exact PRM input string and one label per thought. The output JSONL
+holds ``{"type": "sample", ...}`` lines and, after each problem's samples (written in the same append),
+a ``{"type": "problem", ...}`` line: the file says which problems it covers, and a rerun skips them.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from codeforest.api import solve
+from codeforest.context import Context
+from codeforest.graphs import search
+from codeforest.graphs.gvr import path_thoughts
+from codeforest.jsonl import append_records, read_records
+from codeforest.problems import Task
+from codeforest.registry import context_for
+from codeforest.scoring import score_private
+from codeforest.tools.prm import STEP_TAG, prm_input
+
+log = logging.getLogger("codeforest.prm_data")
+FORMAT = "codeforest-prm/1"
+LABELS = ("private", "mean")
+
+
+def code_scores(nodes: dict, task: Task, context: Context, label: str = "private") -> dict[str, float]:
+    """Each code node's score for the labels: its private pass rate, or (public + private) / 2 (``mean``)."""
+    scores, private_of = {}, {}
+    for node_id, node in nodes.items():
+        if not node.get("code") or "execution" not in node:
+            continue
+        if node["code"] not in private_of:  # the same program on several nodes runs once
+            private_of[node["code"]] = score_private(task, node["code"], backend=context.sandbox).pass_rate or 0.0
+        private = private_of[node["code"]]
+        public = node["execution"].get("pass_rate", 0.0) if node["execution"].get("total") else private
+        scores[node_id] = private if label == "private" else (public + private) / 2
+    return scores
+
+
+def step_labels(nodes: dict, scores: dict[str, float]) -> dict[str, float]:
+    """Eq. 2: a thought's label is the mean score of every code in its subtree (itself included)."""
+    sums: dict[str, list[float]] = {}
+    for node_id, score in scores.items():
+        for ancestor in search.path_to(nodes, node_id):
+            sums.setdefault(ancestor, []).append(score)
+    return {node_id: sum(values) / len(values) for node_id, values in sums.items()
+            if nodes[node_id].get("kind") == "thought"}
+
+
+def samples(task: Task, nodes: dict, labels: dict[str, float], dataset: str) -> list[dict]:
+    """One training sample per code: its chain's thoughts, code, public feedback and one label per thought."""
+    out = []
+    question = task.problem["prompt"]
+    for node_id, node in sorted(nodes.items(), key=lambda item: item[1].get("order", 0)):
+        if not node.get("code") or node_id not in labels:
+            continue
+        path = [i for i in search.path_to(nodes, node_id) if i in labels and nodes[i].get("text", "").strip()]
+        thoughts = path_thoughts(nodes, path)
+        if not thoughts:
+            continue
+        feedback = node.get("feedback", "")
+        out.append({"type": "sample", "dataset": dataset, "problem_id": task.id, "node": node_id,
+                    "question": question, "thoughts": thoughts, "code": node["code"], "feedback": feedback,
+                    "process_before_code": "".join(f"{t.strip()}\n" for t in thoughts),
+                    "process": "".join(f"{t.strip()} {STEP_TAG}" for t in thoughts),
+                    "input": prm_input(question, thoughts, node["code"], feedback),
+                    "label": [round(labels[i], 6) for i in path]})
+    return out
+
+
+def covered(out: str | Path) -> set[tuple[str, str]]:
+    """The (dataset, problem id) pairs a data file holds in full; samples after the last problem line (a run
+    killed while writing) are dropped from the file."""
+    path = Path(out)
+    if not path.exists():
+        return set()
+    records, unreadable = read_records(path)
+    done = {(r["dataset"], r["problem_id"]) for r in records if r.get("type") == "problem"}
+    kept = [r for r in records if r.get("type") == "problem" or (r.get("dataset"), r.get("problem_id")) in done]
+    if unreadable or len(kept) != len(records):
+        log.warning("%s: dropping %d lines of an unfinished problem", path, len(records) - len(kept) + unreadable)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.unlink(missing_ok=True)
+        if kept:
+            append_records(tmp, kept)
+        else:
+            tmp.touch()
+        tmp.replace(path)
+    return done
+
+
+def collect(tasks: list[tuple[str, Task]], out: str | Path, context: object = None, *, label: str = "private",
+            on_problem: Callable[[dict, int, int], None] | None = None, model=None) -> int:
+    """Search, label and append each (dataset, task) not yet in ``out``; returns how many were added."""
+    if label not in LABELS:
+        raise ValueError(f"label must be one of {', '.join(LABELS)}, not {label!r}")
+    context = context_for("gvr", context, gvr_max_refines=0)
+    done = covered(out)
+    todo = [(d, t) for d, t in tasks if (d, t.id) not in done]
+    for i, (dataset, task) in enumerate(todo, 1):
+        started = time.monotonic()
+        result = solve(task.problem, "gvr", context=context, model=model)  # the public problem only
+        nodes = result["nodes"] or {}
+        scores = code_scores(nodes, task, context, label)
+        written = samples(task, nodes, step_labels(nodes, scores), dataset)
+        steps = [x for s in written for x in s["label"]]
+        problem = {"type": "problem", "format": FORMAT, "dataset": dataset, "problem_id": task.id,
+                   "samples": len(written), "codes": len(scores), "label_source": label, "model": context.model,
+                   "stop_reason": result["stop_reason"], "error": result.get("error"),
+                   "mean_label": round(statistics.fmean(steps), 4) if steps else None,
+                   "tokens": result["cost"]["prompt_tokens"] + result["cost"]["completion_tokens"],
+                   "wall_s": round(time.monotonic() - started, 1)}
+        append_records(out, [*written, problem])
+        if on_problem:
+            on_problem(problem, i, len(todo))
+    return len(todo)
+
+
+def label_distribution(out: str | Path) -> dict:
+    """The step labels of a data file: counts, mean, the shares at 0 and 1, quartiles and a 5-bin histogram."""
+    records, _ = read_records(out)
+    labels = [x for r in records if r.get("type") == "sample" for x in r["label"]]
+    problems = [r for r in records if r.get("type") == "problem"]
+    if not labels:
+        return {"problems": len(problems), "samples": 0, "steps": 0}
+    bins = [0] * 5
+    for x in labels:
+        bins[min(4, int(x * 5))] += 1
+    quartiles = statistics.quantiles(labels, n=4) if len(labels) > 1 else [labels[0]] * 3
+    return {"problems": len(problems), "samples": sum(r.get("type") == "sample" for r in records),
+            "steps": len(labels), "mean": round(statistics.fmean(labels), 4),
+            "zero": round(sum(x == 0 for x in labels) / len(labels), 4),
+            "one": round(sum(x == 1 for x in labels) / len(labels), 4),
+            "quartiles": [round(q, 4) for q in quartiles],
+            "histogram": {f"[{i / 5:.1f},{(i + 1) / 5:.1f}{']' if i == 4 else ')'}": n for i, n in enumerate(bins)}}

@@ -1,0 +1,314 @@
+"""CodePRM (2025): Generate-Verify-Refine inside MCTS over thoughts (GVR-MCTS).
+
+    START -> start -> expand_root -> select --(a leaf)--> simulate --(fails, may refine)--> verify -> refine
+                                       \\--(no steps)--> finalize      \\                            |
+                                                                         \\--> expand <------ simulate <-/
+                                                  select <--(rollouts left)-- backpropagate <-/
+                                                                              \\--> finalize
+
+Per rollout (the released CodePRMMCTS.py, SPEC §3.4-3.5): P-UCB selection reaches a new thought; its
+code is written from the problem and the path's thoughts (temperature 0) and run on the public tests.
+Its value is the public pass rate (``pub_test``, the released default) or, when every public test
+passes, pass rate + the Verifier's aggregate step score (``pub_prm``); the first value of a code counts.
+Failing code is verified: the Verifier scores every thought on the path, the flagged ones (threshold
+θ or the lowest) are rewritten one after another by Refine, all seeing the same program and feedback,
+and the code is written again (at most ``gvr_max_refines`` times per rollout, 1 as released). The node
+is then expanded (after failing code, with its failing tests) and the value backpropagated (Q = max).
+A passing program does not stop the search; the final program is the highest-valued, ties to the
+earliest. A problem without public tests has nothing to fail: its programs are valued by the
+Verifier's aggregate score (the SPEC is silent; the method's own evaluator decides).
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
+from pydantic import Field
+
+from codeforest.agents import rethink, solver, thinker
+from codeforest.agents.verifier import numbered, verify
+from codeforest.context import VerifierContext
+from codeforest.graphs import kit, search
+from codeforest.graphs.state import NodeRecord, SearchState, total_cost
+from codeforest.tools.testing import prm_feedback
+
+BUDGET_UNIT = "rollouts"
+ROOT = kit.ROOT
+FALLBACK_TEMPERATURE = 0.7  # the released code samples single thoughts when the list cannot be read
+
+
+class GvrContext(VerifierContext):
+    """GVR-MCTS's settings (SPEC-codetree-bester-codeprm.md §3.4-3.5): the paper's and released code's defaults."""
+
+    gvr_rollouts: int = Field(default=16, ge=1, description="GVR-MCTS budget: rollouts (16).")
+    gvr_width: int = Field(default=3, ge=1, description="GVR-MCTS thoughts per expansion (3).")
+    gvr_c_base: float = Field(default=10.0, gt=0, description="P-UCB c_base (the released code: 10).")
+    gvr_c: float = Field(default=4.0, ge=0, description="P-UCB exploration weight c (the released code: 4).")
+    gvr_gamma: float = Field(default=1.0, gt=0, le=1, description=(
+        "Discount per level in backpropagation: 1.0 (the paper states none), 0.9 (the released code)."))
+    gvr_max_refines: int = Field(default=1, ge=0, description=(
+        "Verify-Refine rounds per rollout for failing code (the released code: 1)."))
+    gvr_verify: Literal["threshold", "locate_min"] = Field(default="threshold", description=(
+        "Which thoughts are refined: every one scored below θ (else the lowest; Table 1) or only the lowest."))
+    gvr_reward: Literal["pub_test", "pub_prm"] = Field(default="pub_test", description=(
+        "Node value: the public pass rate (the released default), or pass rate + the Verifier's aggregate step "
+        "score when every public test passes."))
+    gvr_prm_agg: Literal["max", "min", "mean", "last"] = Field(default="max", description=(
+        "How step scores become one reward (the released code: max)."))
+
+
+CONTEXT = GvrContext
+
+
+class GvrState(SearchState, total=False):
+    """The common state plus the rollout's path, its refinements, and every program with its value."""
+
+    path: list[str]
+    rollouts: int
+    refines: int  # Verify-Refine rounds in the current rollout
+    flagged: list[str]  # the thoughts the Verifier flagged, to refine next
+    programs: Annotated[list[dict], operator.add]  # {node, code, value, pass_rate, execution, refined}
+    stop: str | None
+
+
+STATE = GvrState
+FRESH = {"path": [], "rollouts": 0, "refines": 0, "flagged": [], "programs": Overwrite([]), "stop": None}
+
+
+def budget(context: GvrContext) -> int:
+    """GVR-MCTS's budget in its unit: rollouts."""
+    return context.gvr_rollouts
+
+
+def steps_per_rollout(context: GvrContext) -> int:
+    """select, simulate, (verify, refine, simulate) per refinement, expand, backpropagate."""
+    return 4 + 3 * context.gvr_max_refines
+
+
+def recursion_limit(context: GvrContext) -> int:
+    """Steps of the longest run: start, expand_root, the rollouts, finalize."""
+    return kit.recursion_limit(3 + context.gvr_rollouts * steps_per_rollout(context))
+
+
+# --- decision rules (pure) --------------------------------------------------------------------------
+
+def path_thoughts(nodes: dict, path: list[str]) -> list[str]:
+    """The thoughts along a path (the root has none; empty fallback thoughts are left out, as released)."""
+    return [nodes[i]["text"] for i in path if i != ROOT and nodes[i].get("text", "").strip()]
+
+
+def thought_lines(thoughts: list[str]) -> str:
+    """The thoughts as the Thinker and Solver see them: ``\\nThought: ...`` each (the released state)."""
+    return "".join(f"\nThought: {t.strip()}" for t in thoughts)
+
+
+def value_of(pass_rate: float, has_tests: bool, prm_score: float | None, context: GvrContext) -> float:
+    """A program's value: the pass rate, plus the Verifier's aggregate when it passes all (``pub_prm``);
+    without public tests, the aggregate alone."""
+    if not has_tests:
+        return prm_score or 0.0
+    if context.gvr_reward == "pub_prm" and pass_rate == 1.0:
+        return pass_rate + (prm_score or 0.0)
+    return pass_rate
+
+
+def needs_prm_score(has_tests: bool, pass_rate: float, context: GvrContext) -> bool:
+    """The Verifier scores a program for its value only under ``pub_prm`` when it passes, or without tests."""
+    return not has_tests or (context.gvr_reward == "pub_prm" and pass_rate == 1.0)
+
+
+def may_refine(node: NodeRecord, refines: int, context: GvrContext) -> bool:
+    """Failing code is verified and refined while the rollout has refinements left."""
+    execution = node.get("execution", {})
+    return bool(execution.get("total")) and execution["pass_rate"] < 1.0 and refines < context.gvr_max_refines
+
+
+def best_program(programs: list[dict]) -> dict | None:
+    """The highest value over every generated code (a code's first value counts); ties go to the earliest."""
+    first_seen: dict[str, dict] = {}
+    for program in programs:
+        first_seen.setdefault(program["code"], program)
+    return kit.best(first_seen.values(), key=lambda p: p["value"])
+
+
+# --- nodes --------------------------------------------------------------------------------------------
+
+def expand_children(state: dict, context: GvrContext, model: BaseChatModel, parent_id: str,
+                    failing: NodeRecord | None) -> dict:
+    """``gvr_width`` thoughts with priors below ``parent_id``; a failing parent's code and tests come first.
+
+    An unreadable list falls back as released: one sampled thought per child (temperature 0.7, a seed
+    each), and "skip one thought step" (prior 1.0) for all when any of those cannot be read.
+    """
+    nodes, problem = state["nodes"], state["problem"]
+    previous = thought_lines(path_thoughts(nodes, search.path_to(nodes, parent_id)))
+    code, feedback = (failing["code"], failing["feedback"]) if failing else (None, None)
+    prompt = kit.prompt(context, "thinker_gvr")
+    ideas = thinker.thoughts(model, prompt, problem, previous=previous, width=context.gvr_width, code=code,
+                             feedback=feedback, structured=context.structured_output)
+    costs, items = [ideas.cost], ideas.value
+    base = kit.next_order(nodes)
+    if not ideas.parsed:
+        sampled = []
+        for i in range(context.gvr_width):
+            one = thinker.one_thought(model.bind(temperature=FALLBACK_TEMPERATURE, seed=base + i), prompt, problem,
+                                      previous=previous, code=code, feedback=feedback)
+            costs.append(one.cost)
+            sampled.append(one.value)
+        items = sampled if all(sampled) else [(thinker.SKIP_THOUGHT, 1.0)] * context.gvr_width
+    children: dict[str, NodeRecord] = {}
+    for i, (text, prior) in enumerate(items):
+        child = kit.new_node(base + i, parent=nodes[parent_id], kind="thought", text=text, prior=prior,
+                             visits=search.NEW_VISITS, q=0.0, refined=0)
+        children[child["id"]] = child
+    return {"nodes": children, "cost": total_cost(costs)}
+
+
+def expand_root(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel | None = None) -> dict:
+    """The root and its first thoughts."""
+    context = kit.settings(runtime, CONTEXT)
+    root = {ROOT: kit.root_node(visits=search.NEW_VISITS)}
+    update = expand_children({**state, "nodes": root}, context, kit.chat_model(context, model), ROOT, None)
+    return {"nodes": {**root, **update["nodes"]}, "cost": update["cost"]}
+
+
+def select(state: GvrState, runtime: Runtime[GvrContext]) -> dict:
+    """P-UCB from the root down to a new thought; stop when too few steps are left for a rollout."""
+    context = kit.settings(runtime, CONTEXT)
+    if kit.steps_left(state) < 4:  # simulate, expand, backpropagate, finalize
+        return {"stop": kit.STEP_LIMIT}
+    path = search.select_leaf(state["nodes"], ROOT, "p_ucb", context.gvr_c_base, context.gvr_c)
+    kit.emit("selected", node=path[-1], path=path)
+    return {"path": path, "refines": 0, "flagged": []}
+
+
+def simulate(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel | None = None) -> dict:
+    """Write the leaf's code from the path's thoughts, run it on the public tests and value it."""
+    context = kit.settings(runtime, CONTEXT)
+    llm = kit.chat_model(context, model)
+    nodes, problem, leaf = state["nodes"], state["problem"], state["path"][-1]
+    thoughts = path_thoughts(nodes, state["path"])
+    reply = solver.write_code(llm, kit.prompt(context, "solver_gvr"), problem, thoughts=thought_lines(thoughts))
+    costs = [{**reply.cost, "programs": 1, "sandbox_runs": 1}]
+    result, record = kit.run_program(problem, reply.value, context, leaf, feedback=prm_feedback)
+    has_tests, prm_score = result.total > 0, None
+    if needs_prm_score(has_tests, result.pass_rate, context) and thoughts:
+        scored = verify(kit.verifier(context, llm), problem["prompt"], thoughts, reply.value, record["feedback"])
+        costs.append(scored.cost)
+        record["prm_scores"] = scored.value
+        prm_score = kit.aggregate(scored.value, context.gvr_prm_agg)
+    record["value"] = value_of(result.pass_rate, has_tests, prm_score, context)
+    kit.emit("value", node=leaf, value=round(record["value"], 4))
+    program = {"node": leaf, "code": reply.value, "value": record["value"], "pass_rate": result.pass_rate,
+               "execution": record["execution"], "refined": state.get("refines", 0) > 0}
+    return {"nodes": {leaf: record}, "cost": total_cost(costs), "programs": [program]}
+
+
+def verify_node(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel | None = None) -> dict:
+    """The Verifier scores every thought on the path of the failing code; flag the ones to refine."""
+    context = kit.settings(runtime, CONTEXT)
+    nodes, leaf = state["nodes"], state["path"][-1]
+    ids = [i for i in state["path"] if i != ROOT and nodes[i].get("text", "").strip()]
+    node = nodes[leaf]
+    scored = verify(kit.verifier(context, kit.chat_model(context, model)), state["problem"]["prompt"],
+                    [nodes[i]["text"] for i in ids], node["code"], node["feedback"])
+    flagged = [ids[i] for i in kit.flag_thoughts(scored.value, context.gvr_verify, context.verifier_threshold,
+                                                  context.verifier_threshold_rule)]
+    kit.emit("verified", node=leaf, scores=[round(s, 3) for s in scored.value], flagged=flagged)
+    return {"nodes": {leaf: {"prm_scores": scored.value}}, "flagged": flagged, "cost": scored.cost}
+
+
+def refine(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel | None = None) -> dict:
+    """Refine rewrites each flagged thought in place, one after another, all from the same code and feedback."""
+    context = kit.settings(runtime, CONTEXT)
+    llm, prompt = kit.chat_model(context, model), kit.prompt(context, "rethink_gvr")
+    nodes, node = state["nodes"], state["nodes"][state["path"][-1]]
+    ids = [i for i in state["path"] if i != ROOT and nodes[i].get("text", "").strip()]
+    shown = f"{state['problem']['prompt']}\nThoughts:\n{numbered([nodes[i]['text'] for i in ids])}"
+    updates, costs = {}, []
+    for thought_id in state["flagged"]:
+        reply = rethink.refine(llm, prompt, state=shown, code=node["code"], feedback=node["feedback"],
+                               refine_id=ids.index(thought_id) + 1)
+        costs.append(reply.cost)
+        old = nodes[thought_id]
+        updates[thought_id] = {"text": reply.value, "refined": old.get("refined", 0) + 1,
+                               "replaced_thought": old.get("replaced_thought", old["text"])}
+        kit.emit("refined", node=thought_id, old=old["text"], new=reply.value)
+    return {"nodes": updates, "refines": state.get("refines", 0) + 1, "flagged": [], "cost": total_cost(costs)}
+
+
+def expand(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel | None = None) -> dict:
+    """Expand the leaf; after failing code its thoughts see the code and the failing tests."""
+    context = kit.settings(runtime, CONTEXT)
+    node = state["nodes"][state["path"][-1]]
+    execution = node.get("execution", {})
+    failing = node if execution.get("total") and execution["pass_rate"] < 1.0 else None
+    return expand_children(state, context, kit.chat_model(context, model), node["id"], failing)
+
+
+def backpropagate(state: GvrState, runtime: Runtime[GvrContext]) -> dict:
+    """Backpropagate the leaf's value (Q = max, γ per level); one rollout of the budget."""
+    context = kit.settings(runtime, CONTEXT)
+    leaf = state["path"][-1]
+    updates = search.backpropagate(state["nodes"], leaf, state["nodes"][leaf]["value"], gamma=context.gvr_gamma)
+    rollouts = state["rollouts"] + 1
+    kit.emit("backpropagated", node=leaf, value=round(state["nodes"][leaf]["value"], 4), rollout=rollouts)
+    stop = None
+    if rollouts >= context.gvr_rollouts:
+        stop = "budget_exhausted"
+    elif kit.steps_left(state) < 5:  # select, simulate, expand, backpropagate, finalize
+        stop = kit.STEP_LIMIT
+    return {"nodes": updates, "rollouts": rollouts, "stop": stop}
+
+
+def finalize(state: GvrState) -> dict:
+    """Return the highest-valued program of the search."""
+    chosen = best_program(state["programs"])
+    reason = state.get("stop") or "tree_exhausted"
+    if chosen is None:
+        return kit.finish(state, None, "", None, reason)
+    return kit.finish(state, chosen["node"], chosen["code"], chosen["execution"], reason)
+
+
+# --- wiring ---------------------------------------------------------------------------------------------
+
+def after_simulate(state: GvrState, runtime: Runtime[GvrContext]) -> str:
+    """Verify failing code while refinements are left (and steps for them); else expand."""
+    node = state["nodes"][state["path"][-1]]
+    room = kit.steps_left(state) >= 6  # verify, refine, simulate, expand, backpropagate, finalize
+    return "verify" if room and may_refine(node, state.get("refines", 0), kit.settings(runtime, CONTEXT)) \
+        else "expand"
+
+
+def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
+    """The uncompiled GVR-MCTS graph; ``model`` replaces the context's model."""
+    builder = kit.builder(STATE, CONTEXT)
+    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT), "expand_root": expand_root,
+                            "select": select, "simulate": simulate, "verify": verify_node, "refine": refine,
+                            "expand": expand, "backpropagate": backpropagate, "finalize": finalize}, model)
+    builder.add_edge(START, "start")
+    builder.add_edge("start", "expand_root")
+    builder.add_edge("expand_root", "select")
+    builder.add_conditional_edges("select", lambda s: "finalize" if s["stop"] or s["path"][-1] == ROOT else "simulate",
+                                  ["simulate", "finalize"])
+    builder.add_conditional_edges("simulate", after_simulate, ["verify", "expand"])
+    builder.add_edge("verify", "refine")
+    builder.add_edge("refine", "simulate")
+    builder.add_edge("expand", "backpropagate")
+    builder.add_conditional_edges("backpropagate", lambda s: "finalize" if s["stop"] else "select",
+                                  ["select", "finalize"])
+    builder.add_edge("finalize", END)
+    return builder
+
+
+def build_graph(checkpointer=None, *, model: BaseChatModel | None = None, name: str = "gvr"):
+    """Compile GVR-MCTS; ``model`` overrides the context's model (library use, tests)."""
+    return graph_builder(model).compile(checkpointer=checkpointer, name=name)
+
+
+graph = build_graph()

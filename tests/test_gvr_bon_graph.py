@@ -1,0 +1,77 @@
+"""Best-of-N GVR driven by a scripted model: sampled chains, code, verifier reward, refine of failing chains."""
+
+from __future__ import annotations
+
+import pytest
+
+from codeforest.graphs.gvr_bon import GvrBonContext, build_graph, chain_value
+from tests.fakes import RespondingChatModel
+
+PROBLEM = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",
+           "entry_point": "inc", "public_tests": ["assert inc(1) == 2", "assert inc(5) == 6"]}
+
+
+class Chains:
+    """Steps by seed, code by the chain's last thought, verifier scores by the code."""
+
+    def __init__(self, scores):
+        self.scores, self.calls = dict(scores), []
+
+    def __call__(self, messages, **kwargs):
+        text = "\n".join(str(m.content) for m in messages)
+        if "offer ONE more further thought step" in text:
+            self.calls.append(("step", kwargs.get("temperature"), kwargs.get("seed")))
+            return {1: "A1 first.", 2: "B1 first.", 3: "A2 add two.", 4: "B2 add one."}[kwargs["seed"]]
+        if "judge the correctness of each thought" in text:
+            code = text.split("def inc(x):\n    return ")[-1].split("\n")[0]
+            self.calls.append(("verify", code))
+            return self.scores[code].pop(0)
+        if "Revise and enhance the" in text:
+            self.calls.append(("refine", text.split("Revise and enhance the ")[1].split(" ")[0]))
+            return "Thought: add one."
+        self.calls.append(("code",))
+        last = text.rstrip().splitlines()[-1]
+        return "```python\ndef inc(x):\n    return " + ("x + 2" if "add two" in last else "x + 1") + "\n```"
+
+
+def run(model, **settings):
+    context = GvrBonContext(structured_output=False, gvr_bon_n=2, gvr_bon_steps=2, **settings)
+    return build_graph(model=model).invoke({"problem": PROBLEM}, context=context)
+
+
+def test_best_of_n_by_verifier_reward_with_refine_of_the_failing_chain():
+    chains = Chains({"x + 2": ['{"1-Thought": 0.9, "2-Thought": 0.3}'],
+                     "x + 1": ['{"1-Thought": 0.6, "2-Thought": 0.7}', '{"1-Thought": 0.8, "2-Thought": 0.95}']})
+    out = run(RespondingChatModel(respond=chains, pass_kwargs=True))
+    assert chains.calls[:4] == [("step", 0.7, 1), ("step", 0.7, 2), ("step", 0.7, 3), ("step", 0.7, 4)]
+    # code A fails and B passes; both are scored; A's scores are reused to flag its 2nd thought (0.3 < 0.5)
+    assert chains.calls[4:] == [("code",), ("code",), ("verify", "x + 2"), ("verify", "x + 1"),
+                                ("refine", "2-Thought"), ("code",), ("verify", "x + 1")]
+    nodes = out["nodes"]
+    assert [nodes[i]["parent"] for i in ("n3", "n4")] == ["n1", "n2"]
+    assert nodes["n3"]["text"] == "add one." and nodes["n3"]["replaced_thought"] == "A2 add two."
+    assert nodes["n3"]["value"] == 0.95 and nodes["n4"]["value"] == 0.7  # max of the step scores
+    assert out["final_node"] == "n3" and out["final_code"].endswith("x + 1")
+    assert out["cost"]["programs"] == 3 and out["stop_reason"] == "budget_exhausted"
+
+
+def test_before_refinement_the_higher_verifier_reward_would_have_won():
+    chains = Chains({"x + 2": ['{"1-Thought": 0.9, "2-Thought": 0.3}'],
+                     "x + 1": ['{"1-Thought": 0.6, "2-Thought": 0.7}']})
+    out = run(RespondingChatModel(respond=chains, pass_kwargs=True), gvr_bon_max_refines=0)
+    assert out["final_node"] == "n3" and out["final_code"].endswith("x + 2")  # PRM 0.9 beats 0.7, tests aside
+    assert out["public_pass_rate"] == 0.0
+
+
+def test_pub_test_reward_needs_no_verifier_for_passing_code():
+    chains = Chains({"x + 2": ['{"1-Thought": 0.9, "2-Thought": 0.3}'], "x + 1": []})
+    out = run(RespondingChatModel(respond=chains, pass_kwargs=True), gvr_bon_reward="pub_test",
+              gvr_bon_max_refines=0)
+    assert ("verify", "x + 1") not in chains.calls and out["final_node"] == "n4"
+
+
+def test_chain_value_rules():
+    assert chain_value(0.5, True, 0.9, "prm") == 0.9
+    assert chain_value(0.5, True, 0.9, "pub_prm") == 0.5 and chain_value(1.0, True, 0.9, "pub_prm") == 1.9
+    assert chain_value(1.0, True, None, "pub_test") == 1.0
+    assert chain_value(0.0, False, 0.4, "pub_test") == pytest.approx(0.4)

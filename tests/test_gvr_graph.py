@@ -1,0 +1,178 @@
+"""GVR-MCTS driven by a scripted model: verify -> refine -> regenerate, threshold and locate-min, values, final."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from codeforest.graphs.gvr import GvrContext, best_program, build_graph, value_of
+from codeforest.graphs.kit import aggregate, flag_thoughts
+from tests.fakes import RespondingChatModel
+
+PROBLEM = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",
+           "entry_point": "inc", "public_tests": ["assert inc(1) == 2", "assert inc(5) == 6"]}
+ROLES = [("Revise and enhance the", "refine"), ("judge the correctness of each thought", "verify"),
+         ("doesn't pass some test cases", "expand_fb"), ("Reasonableness", "expand"),
+         ("Complete the Python program", "solver")]
+
+
+class Script:
+    def __init__(self, **replies):
+        self.replies = {k: list(v) for k, v in replies.items()}
+        self.roles, self.prompts = [], {}
+
+    def __call__(self, messages):
+        text = "\n".join(str(m.content) for m in messages)
+        role = next(r for key, r in ROLES if key in text)
+        self.roles.append(role)
+        self.prompts.setdefault(role, []).append(text)
+        assert self.replies.get(role), f"no scripted reply left for {role}"
+        return self.replies[role].pop(0)
+
+
+def thoughts(*pairs):
+    return json.dumps([{f"Thought-{i + 1}": t, "Reasonableness": p} for i, (t, p) in enumerate(pairs)])
+
+
+def code(body):
+    return f"```python\ndef inc(x):\n    return {body}\n```"
+
+
+def run(script, **settings):
+    context = GvrContext(structured_output=False, gvr_width=2, **settings)
+    return build_graph(model=RespondingChatModel(respond=script)).invoke({"problem": PROBLEM}, context=context)
+
+
+def two_rollouts(second_scores='1-Thought: 0.5, 2-Thought: 0.1', refines=("Thought: Return x plus one.",
+                                                                         "Return two.")):
+    return Script(
+        expand=[thoughts(("Return x + 2.", 0.6), ("Return x + 1.", 0.4)),
+                thoughts(("Keep it.", 0.5), ("Check types.", 0.5))],
+        expand_fb=[thoughts(("Handle every x.", 0.5), ("Add one to any x.", 0.5))],
+        solver=[code("x + 2"), code("x + 1"), code("0"), code("2")] + [code("2")],
+        verify=['```json\n{"1-Thought": 0.2}\n```', second_scores],
+        refine=list(refines) + ["Return the number two."],
+    )
+
+
+def test_verify_refine_regenerate_with_exact_prompts():
+    script = two_rollouts()
+    out = run(script, gvr_rollouts=2)
+    # rollout 1: n1 fails, is verified, refined, passes, expanded; rollout 2 (root N=2: n1 = 1 + β(2)·0.6·√ln 2/2
+    # = 2.065 > n2 = β(2)·0.4·√ln 2 = 1.420) goes to n1's first child n3, which fails, is refined and still fails
+    assert script.roles == ["expand", "solver", "verify", "refine", "solver", "expand",
+                            "solver", "verify", "refine", "solver", "expand_fb"]
+    nodes = out["nodes"]
+    refine_prompt = script.prompts["refine"][0]
+    assert refine_prompt == (
+        "You are an expert programmer.\n"
+        f"{PROBLEM['prompt']}\nThoughts:\n\n1-Thought: Return x + 2.\ndef inc(x):\n    return x + 2\n"
+        "## Failed test 1: \nassert inc(1) == 2\n\n# Current Execution Output:\n3\n\n"
+        "## Failed test 2: \nassert inc(5) == 6\n\n# Current Execution Output:\n7\n"
+        "Above is the combination of problem, thoughts and code. \n"
+        "Each thought is bounded with an id number at the beginning of the thought.\n"
+        "* Revise and enhance the 1-Thought above in the thoughts by providing a improved new thought to replace "
+        "it.\n* Remember that you only need to provide the new thought in one or two sentences, not the code.")
+    verify_prompt = script.prompts["verify"][1]
+    assert "\n1-Thought: Return x plus one.\n2-Thought: Keep it.\ndef inc(x):\n    return 0\n## Failed test 1:" \
+        in verify_prompt
+    assert nodes["n1"]["text"] == "Return x plus one." and nodes["n1"]["replaced_thought"] == "Return x + 2."
+    assert nodes["n1"]["refined"] == 1 and nodes["n1"]["prm_scores"] == [0.2] and nodes["n1"]["value"] == 1.0
+    # "1-Thought: 0.5, 2-Thought: 0.1": every second number; only 0.1 is below θ = 0.5 (strict <)
+    assert nodes["n3"]["prm_scores"] == [0.5, 0.1] and nodes["n3"]["text"] == "Return two."
+    assert "Revise and enhance the 2-Thought" in script.prompts["refine"][1]
+    assert nodes["n3"]["value"] == 0.5 and nodes["n3"]["code"].endswith("return 2")
+    fb = script.prompts["expand_fb"][0]
+    assert "def inc(x):\n    return 2\nAbove is the combination of problem" in fb
+    assert "## Failed test 1: \nassert inc(5) == 6" in fb and "\nThought: Return two." in fb
+    assert (nodes["n1"]["visits"], nodes["root"]["visits"]) == (3, 3)
+    assert nodes["n1"]["q"] == 1.0 and nodes["n3"]["q"] == 0.5
+    assert out["final_node"] == "n1" and out["final_code"].endswith("return x + 1")
+    assert out["stop_reason"] == "budget_exhausted" and out["public_pass_rate"] == 1.0
+    assert out["cost"]["programs"] == 4 and out["cost"]["llm_calls"] == 11
+
+
+@pytest.mark.parametrize("settings, refined", [
+    ({}, ["2-Thought"]),  # θ = 0.5 strict: only 0.1
+    ({"verifier_threshold_rule": "le"}, ["1-Thought", "2-Thought"]),  # the paper's ≤: 0.5 too, one after another
+    ({"gvr_verify": "locate_min"}, ["2-Thought"]),
+])
+def test_threshold_rules_and_locate_min_choose_the_refined_thoughts(settings, refined):
+    script = two_rollouts(refines=("Return x plus one.", "Add one.", "Return x plus one, always."))
+    out = run(script, gvr_rollouts=2, **settings)
+    asked = [p.split("Revise and enhance the ")[1].split(" ")[0] for p in script.prompts["refine"][1:]]
+    assert asked == refined
+    if len(refined) == 2:  # both refine prompts show the same thoughts and code (the released order)
+        first, second = script.prompts["refine"][1:]
+        assert first.split("Above is")[0] == second.split("Above is")[0]
+        assert out["nodes"]["n1"]["text"] == "Add one." and out["nodes"]["n3"]["text"] == "Return x plus one, always."
+
+
+def test_pub_prm_adds_the_verifier_aggregate_to_passing_code():
+    script = Script(expand=[thoughts(("Return x + 1.", 1.0)), thoughts(("Done.", 1.0))], solver=[code("x + 1")],
+                    verify=['{"1-Thought": 0.7}'])
+    out = run(script, gvr_rollouts=1, gvr_reward="pub_prm")
+    assert "All public test cases passed!\nAbove is the combination" in script.prompts["verify"][0]
+    assert out["nodes"]["n1"]["value"] == pytest.approx(1.7) and "refine" not in script.roles
+
+
+def test_unreadable_verifier_scores_every_thought_half_and_counts_it():
+    script = two_rollouts(second_scores="I cannot say.")
+    out = run(script, gvr_rollouts=2)
+    assert out["nodes"]["n3"]["prm_scores"] == [0.5, 0.5]
+    assert "Revise and enhance the 1-Thought" in script.prompts["refine"][1]  # none below θ: the lowest, earliest
+    assert out["cost"]["parse_failures"] == 1
+
+
+def test_math_style_verifier_sees_no_code_or_feedback():
+    script = two_rollouts()
+    run(script, gvr_rollouts=1, verifier_input="thoughts")
+    prompt = script.prompts["verify"][0]
+    assert "Above is a problem and the thoughts to solve it." in prompt and "def inc(x):\n    return" not in prompt
+
+
+def test_unreadable_thought_list_falls_back_to_sampled_single_thoughts():
+    calls = []
+
+    def respond(messages, **kwargs):
+        text = "\n".join(str(m.content) for m in messages)
+        if "key `Thought` as the thought key" in text:
+            calls.append(kwargs)
+            return '{"Thought": "Add one.", "Reasonableness": 0.9}'
+        if "Reasonableness" in text:
+            return "no list here"
+        return code("x + 1")
+
+    model = RespondingChatModel(respond=respond, pass_kwargs=True)
+    out = build_graph(model=model).invoke({"problem": PROBLEM}, context=GvrContext(
+        structured_output=False, gvr_width=2, gvr_rollouts=1))
+    assert [(n["text"], n["prior"]) for n in (out["nodes"]["n1"], out["nodes"]["n2"])] == [("Add one.", 0.9)] * 2
+    assert [(c["temperature"], c["seed"]) for c in calls[:2]] == [(0.7, 1), (0.7, 2)]
+    assert out["cost"]["parse_failures"] >= 1
+
+
+def test_problem_without_public_tests_is_valued_by_the_verifier():
+    script = Script(expand=[thoughts(("Return x + 1.", 1.0)), thoughts(("Done.", 1.0))], solver=[code("x + 1")],
+                    verify=['{"1-Thought": 0.8}'])
+    context = GvrContext(structured_output=False, gvr_width=1, gvr_rollouts=1)
+    out = build_graph(model=RespondingChatModel(respond=script)).invoke(
+        {"problem": {**PROBLEM, "public_tests": []}}, context=context)
+    assert out["nodes"]["n1"]["value"] == 0.8 and out["stop_reason"] == "unverified"
+    assert out["public_pass_rate"] is None and "refine" not in script.roles
+
+
+def test_pure_rules():
+    assert flag_thoughts([0.6, 0.4, 0.5], "threshold", 0.5) == [1]
+    assert flag_thoughts([0.6, 0.4, 0.5], "threshold", 0.5, "le") == [1, 2]
+    assert flag_thoughts([0.9, 0.8], "threshold", 0.5) == [1]  # none below: the lowest
+    assert flag_thoughts([0.3, 0.3, 0.9], "locate_min", 0.5) == [0]  # ties: the earliest
+    assert flag_thoughts([], "threshold", 0.5) == []
+    assert [aggregate([0.2, 0.9, 0.4], how) for how in ("max", "min", "last")] == [0.9, 0.2, 0.4]
+    assert aggregate([0.2, 0.4], "mean") == pytest.approx(0.3)
+    context = GvrContext(gvr_reward="pub_prm")
+    assert value_of(0.5, True, 0.9, context) == 0.5 and value_of(1.0, True, 0.9, context) == 1.9
+    assert value_of(1.0, True, None, GvrContext()) == 1.0 and value_of(0.0, False, 0.3, GvrContext()) == 0.3
+    programs = [{"node": "a", "code": "x", "value": 0.5}, {"node": "b", "code": "y", "value": 1.0},
+                {"node": "c", "code": "y", "value": 0.0}, {"node": "d", "code": "z", "value": 1.0}]
+    assert best_program(programs)["node"] == "b" and best_program([]) is None

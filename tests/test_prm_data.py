@@ -1,0 +1,107 @@
+"""CodePRM data collection: Eq. 2 labels on a hand-computed tree, samples, private hygiene, resume, the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from codeforest import cli
+from codeforest.jsonl import read_records
+from codeforest.prm_data import collect, covered, label_distribution, samples, step_labels
+from codeforest.problems import Task
+from codeforest.tools.prm import STEP_TAG
+from codeforest.tools.testing import TestSuite
+from tests.fakes import RespondingChatModel
+
+PRIVATE_MARK = "inc(10**9)"
+TASK = Task({"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",
+             "entry_point": "inc", "public_tests": ["assert inc(1) == 2"]},
+            TestSuite.function(["assert inc(1) == 2", "assert inc(-1) == 0", f"assert {PRIVATE_MARK} == 10**9 + 1"],
+                               "inc"), "test")
+
+
+def tree():
+    thought = {"kind": "thought", "text": "t"}
+    return {"root": {"id": "root", "parent": None, "kind": "root", "order": 0},
+            "n1": {**thought, "id": "n1", "parent": "root", "order": 1, "text": "Add one."},
+            "n2": {**thought, "id": "n2", "parent": "root", "order": 2, "text": "Return zero."},
+            "n3": {**thought, "id": "n3", "parent": "n1", "order": 3, "text": "Use +."},
+            "n4": {**thought, "id": "n4", "parent": "n1", "order": 4, "text": "Use -."}}
+
+
+def test_each_thought_is_labelled_with_the_mean_of_the_code_below_it():
+    labels = step_labels(tree(), {"n1": 0.5, "n2": 0.25, "n3": 1.0, "n4": 0.0})
+    assert labels == {"n1": pytest.approx(0.5), "n2": 0.25, "n3": 1.0, "n4": 0.0}  # n1: (0.5 + 1 + 0) / 3
+
+
+def test_one_sample_per_code_with_a_label_per_thought():
+    nodes = tree()
+    for node_id, body in (("n1", "x + 1"), ("n2", "0"), ("n3", "x + 1"), ("n4", "x - 1")):
+        nodes[node_id].update(code=f"def inc(x):\n    return {body}", feedback="fb", execution={"total": 1})
+    written = samples(TASK, nodes, step_labels(nodes, {"n1": 0.5, "n2": 0.25, "n3": 1.0, "n4": 0.0}), "mini")
+    assert [(s["node"], s["label"]) for s in written] == [("n1", [0.5]), ("n2", [0.25]), ("n3", [0.5, 1.0]),
+                                                         ("n4", [0.5, 0.0])]
+    n3 = written[2]
+    assert n3["thoughts"] == ["Add one.", "Use +."] and n3["process"] == f"Add one. {STEP_TAG}Use +. {STEP_TAG}"
+    assert n3["input"] == (f"{TASK.problem['prompt']} \nAdd one.\nUse +.\n \ndef inc(x):\n    return x + 1 \nfb \n"
+                           f"Add one. {STEP_TAG}Use +. {STEP_TAG}")
+
+
+class Recorder:
+    """Thoughts and code for the inc problem; remembers every text it was shown."""
+
+    def __init__(self):
+        self.seen: list[str] = []
+
+    def __call__(self, messages):
+        text = "\n".join(str(m.content) for m in messages)
+        self.seen.append(text)
+        if "Reasonableness" in text:
+            return json.dumps([{"Thought-1": "Add one.", "Reasonableness": 0.5},
+                               {"Thought-2": "Add one unless huge.", "Reasonableness": 0.5}])
+        body = "x + 1 if x < 10**6 else 0" if "unless huge" in text else "x + 1"
+        return f"```python\ndef inc(x):\n    return {body}\n```"
+
+
+def test_collect_labels_from_private_tests_the_graph_never_sees(tmp_path):
+    out = tmp_path / "prm.jsonl"
+    model = Recorder()
+    added = collect([("mini", TASK)], out, {"gvr_rollouts": 3, "gvr_width": 2, "structured_output": False},
+                    model=RespondingChatModel(respond=model))
+    assert added == 1 and not any(PRIVATE_MARK in text for text in model.seen)
+    records, _ = read_records(out)
+    problem = records[-1]
+    assert problem["type"] == "problem" and problem["codes"] == 3 and problem["samples"] == 3
+    by_node = {r["node"]: r for r in records if r["type"] == "sample"}
+    # n1 "Add one." passes every private test; n2 "unless huge" fails 10**9 (2 of 3 private); n3 below n1
+    # repeats n1's program. Labels: n1 = mean(1, 1) = 1, n2 = 2/3, n3 = 1.
+    assert by_node["n2"]["label"] == [pytest.approx(2 / 3, abs=1e-5)] and by_node["n1"]["label"] == [1.0]
+    assert covered(out) == {("mini", "T/inc")}
+    assert collect([("mini", TASK)], out, {"gvr_rollouts": 3}, model=RespondingChatModel(respond=model)) == 0
+    stats = label_distribution(out)
+    assert stats["problems"] == 1 and stats["steps"] == 4 and stats["one"] == 0.75
+
+
+def test_mean_label_averages_public_and_private(tmp_path):
+    out = tmp_path / "prm.jsonl"
+    collect([("mini", TASK)], out, {"gvr_rollouts": 3, "gvr_width": 2, "structured_output": False}, label="mean",
+            model=RespondingChatModel(respond=Recorder()))
+    by_node = {r["node"]: r for r in read_records(out)[0] if r["type"] == "sample"}
+    assert by_node["n2"]["label"] == [pytest.approx((1 + 2 / 3) / 2, abs=1e-5)]
+
+
+def test_a_problem_cut_short_by_a_kill_is_dropped_and_redone(tmp_path):
+    out = tmp_path / "prm.jsonl"
+    out.write_text(json.dumps({"type": "sample", "dataset": "mini", "problem_id": "T/inc", "label": [1.0]}) + "\n"
+                   + '{"type": "sam')
+    assert covered(out) == set() and out.read_text() == ""
+
+
+def test_cli_needs_an_out_file_and_prints_stats(tmp_path, capsys):
+    assert cli.main(["collect-prm", "--dataset", "humaneval"]) == 2
+    out = tmp_path / "prm.jsonl"
+    out.write_text(json.dumps({"type": "sample", "label": [0.0, 1.0]}) + "\n" + json.dumps({"type": "problem"}) + "\n")
+    assert cli.main(["collect-prm", "--out", str(out), "--stats"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["steps"] == 2 and stats["zero"] == 0.5 and stats["histogram"]["[0.8,1.0]"] == 1

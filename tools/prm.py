@@ -1,0 +1,94 @@
+"""Process reward models as a tool: the scorer protocol, CodePRM's input string, and a PRM behind HTTP.
+
+A ``PRMScorer`` gives one score in [0, 1] per thought of a chain, from the problem, the thoughts, the
+program written from them and its public-test feedback (CodePRM, SPEC §3.3-3.4). The prompted LLM
+verifier (``agents/verifier.py``) is one; ``HTTPScorer`` is a trained PRM served behind an endpoint.
+
+The HTTP request shape (POST, JSON)::
+
+    {"problem": str, "thoughts": [str, ...], "code": str, "feedback": str,
+     "step_tag": "\\n\\n\\n\\n\\n", "input": str}
+
+``input`` is CodePRM's exact PRM input string (``prm_input``): a served CodePRM model can tokenize it
+and read its value head at each step tag. The answer is ``{"scores": [float, ...]}``, one per thought.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Protocol, runtime_checkable
+
+import httpx
+
+STEP_TAG = "\n\n\n\n\n"  # CodePRM's step separator: the PRM's score is read at each
+
+
+@runtime_checkable
+class PRMScorer(Protocol):
+    """Anything that scores each thought of a chain in [0, 1]."""
+
+    def score(self, problem: str, thoughts: list[str], code: str, feedback: str) -> list[float]:
+        """One score per thought, in order."""
+        ...
+
+
+class PRMError(RuntimeError):
+    """A PRM endpoint that failed after its retries, or answered something that is not one score per thought."""
+
+
+def prm_input(problem: str, thoughts: list[str], code: str | None = None, feedback: str | None = None) -> str:
+    """CodePRM's exact PRM input: the thoughts once before the code, then each followed by the step tag.
+
+    Without code and feedback it is the "math-style" input of the paper's ablation: problem and tagged steps.
+    """
+    process = "".join(f"{t.strip()} {STEP_TAG}" for t in thoughts)
+    if code is None:
+        return f"{problem} \n{process}"
+    before = "".join(f"{t.strip()}\n" for t in thoughts)
+    return f"{problem} \n{before} \n{code} \n{feedback or ''} \n{process}"
+
+
+class HTTPScorer:
+    """A trained PRM served behind ``url`` (see the module docstring for the request shape)."""
+
+    def __init__(self, url: str, *, timeout: float = 600.0, retries: int = 2, with_execution: bool = True):
+        if not url:
+            raise ValueError("verifier='http' needs verifier_url (CODEFOREST_VERIFIER_URL): the PRM endpoint")
+        self.url, self.timeout, self.retries, self.with_execution = url, timeout, retries, with_execution
+
+    def score(self, problem: str, thoughts: list[str], code: str, feedback: str) -> list[float]:
+        """POST the chain; the endpoint's scores, checked to be one number in [0, 1] per thought."""
+        if not self.with_execution:
+            code, feedback = "", ""
+        body = {"problem": problem, "thoughts": thoughts, "code": code, "feedback": feedback, "step_tag": STEP_TAG,
+                "input": prm_input(problem, thoughts, code if self.with_execution else None, feedback)}
+        last: Exception | None = None
+        for attempt in range(self.retries + 1):
+            try:
+                response = httpx.post(self.url, json=body, timeout=self.timeout)
+                if response.status_code >= 500 or response.status_code == 429:
+                    raise PRMError(f"HTTP {response.status_code}")
+                response.raise_for_status()
+                payload = response.json()
+                break
+            except (httpx.TransportError, PRMError, json.JSONDecodeError) as exc:
+                last = exc
+                if attempt < self.retries:
+                    time.sleep(min(8.0, 0.5 * 2 ** attempt))
+            except httpx.HTTPStatusError as exc:  # 4xx: retrying will not help
+                raise PRMError(f"the PRM at {self.url} refused the request: HTTP {exc.response.status_code}") from exc
+        else:
+            raise PRMError(f"the PRM at {self.url} failed after {self.retries + 1} attempts: {last}") from last
+        return _scores(payload, len(thoughts))
+
+
+def _scores(payload: object, count: int) -> list[float]:
+    scores = payload.get("scores") if isinstance(payload, dict) else None
+    if not isinstance(scores, list) or len(scores) != count:
+        raise PRMError(f"expected {{'scores': [{count} numbers]}}, got {str(payload)[:200]}")
+    try:
+        values = [float(s) for s in scores]
+    except (TypeError, ValueError) as exc:
+        raise PRMError(f"non-numeric PRM scores: {scores[:5]}") from exc
+    return [min(1.0, max(0.0, v)) for v in values]
