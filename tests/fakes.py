@@ -75,3 +75,29 @@ class RespondingChatModel(BaseChatModel):
         text = self.respond(messages, **kwargs) if self.pass_kwargs else self.respond(messages)
         usage = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
         return ChatResult(generations=[ChatGeneration(message=AIMessage(text, usage_metadata=usage))])
+
+
+class RoleScript:
+    """Replies per role, in order: the role of a call is the first of ``roles`` (marker, role) whose marker is in
+    its text. Records the roles called and every prompt."""
+
+    def __init__(self, roles: list[tuple[str, str]], **replies):
+        self.markers = roles
+        self.replies = {k: list(v) for k, v in replies.items()}
+        self.roles: list[str] = []
+        self.prompts: dict[str, list[str]] = {}
+
+    def __call__(self, messages):
+        text = "\n".join(str(m.content) for m in messages)
+        role = next(r for key, r in self.markers if key in text)
+        self.roles.append(role)
+        self.prompts.setdefault(role, []).append(text)
+        assert self.replies.get(role), f"no scripted reply left for {role}"
+        return self.replies[role].pop(0)
+
+
+def thought_list(*pairs) -> str:
+    """RethinkMCTS / CodePRM's JSON list of thoughts with their Reasonableness."""
+    import json
+
+    return json.dumps([{f"Thought-{i + 1}": t, "Reasonableness": p} for i, (t, p) in enumerate(pairs)])

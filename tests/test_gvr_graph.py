@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from codeforest.graphs.gvr import GvrContext, best_program, build_graph, value_of
 from codeforest.graphs.kit import aggregate, flag_thoughts
-from tests.fakes import RespondingChatModel
+from tests.fakes import RespondingChatModel, RoleScript, thought_list
 
 PROBLEM = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",
            "entry_point": "inc", "public_tests": ["assert inc(1) == 2", "assert inc(5) == 6"]}
@@ -17,22 +15,11 @@ ROLES = [("Revise and enhance the", "refine"), ("judge the correctness of each t
          ("Complete the Python program", "solver")]
 
 
-class Script:
-    def __init__(self, **replies):
-        self.replies = {k: list(v) for k, v in replies.items()}
-        self.roles, self.prompts = [], {}
-
-    def __call__(self, messages):
-        text = "\n".join(str(m.content) for m in messages)
-        role = next(r for key, r in ROLES if key in text)
-        self.roles.append(role)
-        self.prompts.setdefault(role, []).append(text)
-        assert self.replies.get(role), f"no scripted reply left for {role}"
-        return self.replies[role].pop(0)
+def Script(**replies):  # noqa: N802 (reads as the class it builds)
+    return RoleScript(ROLES, **replies)
 
 
-def thoughts(*pairs):
-    return json.dumps([{f"Thought-{i + 1}": t, "Reasonableness": p} for i, (t, p) in enumerate(pairs)])
+thoughts = thought_list
 
 
 def code(body):

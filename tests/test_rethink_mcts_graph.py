@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from codeforest.graphs.rethink_mcts import RethinkContext, best_program, build_graph
-from tests.fakes import RespondingChatModel
+from tests.fakes import RespondingChatModel, RoleScript, thought_list
 
 PROBLEM = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",
            "entry_point": "inc", "public_tests": ["assert inc(1) == 2", "assert inc(5) == 6"]}
@@ -16,22 +14,11 @@ ROLES = [("provide a new Thought to replace", "rethink"), ("block by block", "bl
          ("Reasonableness", "expand"), ("Complete the Python program", "solver")]
 
 
-class Script:
-    def __init__(self, **replies):
-        self.replies = {k: list(v) for k, v in replies.items()}
-        self.roles, self.prompts = [], {}
-
-    def __call__(self, messages):
-        text = "\n".join(str(m.content) for m in messages)
-        role = next(r for key, r in ROLES if key in text)
-        self.roles.append(role)
-        self.prompts.setdefault(role, []).append(text)
-        assert self.replies.get(role), f"no scripted reply left for {role}"
-        return self.replies[role].pop(0)
+def Script(**replies):  # noqa: N802 (reads as the class it builds)
+    return RoleScript(ROLES, **replies)
 
 
-def thoughts(*pairs):
-    return json.dumps([{f"Thought-{i + 1}": t, "Reasonableness": p} for i, (t, p) in enumerate(pairs)])
+thoughts = thought_list
 
 
 def code(body):

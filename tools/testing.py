@@ -122,13 +122,17 @@ def _show_test(o: TestOutcome) -> str:
     return o.test.strip()
 
 
-def _show_failure(o: TestOutcome) -> str:
+def _got(o: TestOutcome, timed_out: str) -> str:
+    """What a failing test saw: the wrong output, else the error (or the output), or ``timed_out``."""
     if o.timed_out:
-        got = "Program timed out"
-    elif o.reason == "wrong answer" and o.actual is not None:
-        got = o.actual
-    else:
-        got = o.error or (o.actual if o.actual is not None else "no output")
+        return timed_out
+    if o.reason == "wrong answer" and o.actual is not None:
+        return o.actual
+    return o.error or (o.actual if o.actual is not None else "no output")
+
+
+def _show_failure(o: TestOutcome) -> str:
+    got = _got(o, "Program timed out")
     if o.expected is not None and not o.test.lstrip().startswith("assert"):
         return f"Input: {o.test!r}\nExpected output: {o.expected!r}\nProgram output: {got!r}"
     test = o.test.strip()
@@ -188,12 +192,7 @@ def prm_feedback(result: ExecutionResult) -> str:
 
 
 def _prm_failure(o: TestOutcome) -> str:
-    if o.timed_out:
-        got = "TIMEOUT"
-    elif o.reason == "wrong answer" and o.actual is not None:
-        got = o.actual
-    else:
-        got = o.error or (o.actual if o.actual is not None else "no output")
+    got = _got(o, "TIMEOUT")
     if o.expected is not None and not o.test.lstrip().startswith("assert"):
         return f"# Input:\n{o.test}\n# Ground Truth Output:\n{o.expected}\n\n# Current Execution Output:\n{got}"
     return f"{o.test.strip()}\n\n# Current Execution Output:\n{got}"
