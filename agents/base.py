@@ -26,6 +26,7 @@ from codeforest.tools.models import describe_model_failure, is_model_failure
 
 T = TypeVar("T")
 _SPENT: ContextVar[list[dict] | None] = ContextVar("codeforest_spent", default=None)
+_LEFT: ContextVar[int | None] = ContextVar("codeforest_tokens_left", default=None)
 
 
 class ModelFault(RuntimeError):
@@ -36,21 +37,37 @@ class ModelFault(RuntimeError):
         self.spent = spent
 
 
+class BudgetSpent(ModelFault):
+    """The run's token budget was spent before a model call: the call is not made."""
+
+
 @contextlib.contextmanager
-def counting_calls() -> Iterator[list[dict]]:
-    """Record the cost of every model call made inside (so a failure does not lose what was spent)."""
+def counting_calls(tokens_left: int | None = None) -> Iterator[list[dict]]:
+    """Record the cost of every model call made inside (so a failure does not lose what was spent); with
+    ``tokens_left``, a call that would start once that many tokens are spent here raises ``BudgetSpent``."""
     ledger: list[dict] = []
-    token = _SPENT.set(ledger)
+    token, left = _SPENT.set(ledger), _LEFT.set(tokens_left)
     try:
         yield ledger
     finally:
         _SPENT.reset(token)
+        _LEFT.reset(left)
+
+
+def _check_budget() -> None:
+    left = _LEFT.get()
+    if left is None:
+        return
+    spent = _spent()
+    if spent.get("prompt_tokens", 0) + spent.get("completion_tokens", 0) >= left:
+        raise BudgetSpent("the token budget is spent", spent)
 
 
 def _invoke(runnable, msgs: list[BaseMessage], model: BaseChatModel):
     """One model call. The client retries 5xx, 429, time-outs and dropped connections itself (with
     backoff and jitter); a body that is not JSON gets as many retries here. A call that still fails
     raises ``ModelFault``."""
+    _check_budget()
     attempts = 1 + int(getattr(model, "max_retries", 0) or 0)
     for attempt in range(attempts):
         try:

@@ -51,11 +51,29 @@ def result_settings(context: Context) -> dict:
     return non_default_settings(context, OPERATIONAL_FIELDS)
 
 
-def run_label(record: dict) -> str:
-    """A record's graph, followed by the settings it ran with when they are not the defaults."""
+def run_label(record: dict, leave_out: tuple[str, ...] = ()) -> str:
+    """A record's graph, followed by the settings it ran with when they are not the defaults (but ``leave_out``)."""
     settings = record.get("settings") or {}
-    shown = [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in sorted(settings.items())]
+    shown = [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in sorted(settings.items())
+             if k not in leave_out]
     return " ".join([record["graph"], *shown])
+
+
+def parse_budgets(text: str) -> list[int]:
+    """``--token-budget 2000,8000,32k``: positive token counts, largest first (so smaller ones replay the cache)."""
+    budgets = []
+    for part in filter(None, (p.strip().lower() for p in text.split(","))):
+        scale = 1000 if part.endswith("k") else 1
+        try:
+            value = int(float(part.rstrip("k")) * scale)
+        except ValueError:
+            raise ValueError(f"--token-budget takes comma-separated token counts, not {part!r}") from None
+        if value < 1:
+            raise ValueError(f"a token budget must be positive, not {part!r}")
+        budgets.append(value)
+    if not budgets:
+        raise ValueError("--token-budget needs at least one token count")
+    return sorted(set(budgets), reverse=True)
 
 
 def select_tasks(tasks: list[Task], *, problems: list[str] | None = None, limit: int | None = None,

@@ -73,6 +73,9 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--cache", nargs="?", const="", metavar="PATH",
                        help="cache model responses in an SQLite file (default: <out>/responses.sqlite)")
     bench.add_argument("--retry-errors", action="store_true", help="rerun problems whose graph raised")
+    bench.add_argument("--token-budget", metavar="N[,N...]",
+                       help="run every graph at each token budget (e.g. 2000,8000,32k), largest first; with --cache "
+                            "the smaller budgets replay the larger runs' calls")
     _add_context_args(bench)
     bench.set_defaults(func=cmd_bench)
 
@@ -298,9 +301,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     """Run graphs x problems, appending one record per finished pair; then print the report."""
     from pathlib import Path
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from codeforest.bench import Bench, select_tasks, write_samples
+    from codeforest.bench import Bench, parse_budgets, select_tasks, write_samples
     from codeforest.tools.models import embedded_spec, ensure_model_file
 
     context = context_from_args(args)
@@ -315,10 +316,22 @@ def cmd_bench(args: argparse.Namespace) -> int:
         context.server_slots = max(context.server_slots, args.concurrency)
         if embedded_spec(context.model):
             ensure_model_file(embedded_spec(context.model), progress=err.print)
-    bench = Bench(args.graph, tasks, out, context=context, dataset=dataset, concurrency=args.concurrency,
-                  retry_errors=args.retry_errors)
-    err.print(f"{len(args.graph)} graph(s) x {len(tasks)} problems of {dataset}, model {context.model}; "
-              f"results in {out}")
+    budgets = parse_budgets(args.token_budget) if args.token_budget else [context.token_budget]
+    for budget in budgets:
+        context.token_budget = budget
+        _run_bench(Bench(args.graph, tasks, out, context=context, dataset=dataset, concurrency=args.concurrency,
+                         retry_errors=args.retry_errors), context, dataset, budget)
+    write_samples(out)
+    return cmd_report(argparse.Namespace(out=str(out), json=False))
+
+
+def _run_bench(bench, context: Context, dataset: str, budget: int) -> None:
+    """One bench pass with a progress bar and one log line per finished problem."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    limit = f", token budget {budget:,}" if budget else ""
+    err.print(f"{len(bench.graphs)} graph(s) x {len(bench.tasks)} problems of {dataset}, model {context.model}"
+              f"{limit}; results in {bench.out}")
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("{task.fields[status]}")]
     with Progress(*columns, console=err, transient=False) as bar:
@@ -341,8 +354,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
                           f"tokens, {record['wall_s']:.0f} s  [{progress.done}/{progress.total}]")
 
         bench.run(on_progress)
-    write_samples(out)
-    return cmd_report(argparse.Namespace(out=str(out), json=False))
 
 
 def cmd_report(args: argparse.Namespace) -> int:

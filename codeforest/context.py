@@ -50,6 +50,10 @@ class Context(BaseModel):
     prompts_dir: str = Field(default="", description=(
         "A folder of prompt YAML files overriding the packaged ones, file by file."))
     kb_path: str = Field(default="", description="Folder of the Chroma knowledge base.")
+    token_budget: int = Field(default=0, ge=0, description=(
+        "Prompt + completion tokens a run may spend (0: no limit). No model call starts once they are spent; "
+        "the search returns its best program so far with stop_reason 'token_budget'. Parallel branches each "
+        "check what was spent when they started, so a wide fan-out can overshoot by its last calls."))
 
     @model_validator(mode="before")
     @classmethod

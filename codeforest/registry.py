@@ -15,6 +15,7 @@ GRAPHS = {
     "rpm_mcts": "codeforest.graphs.rpm_mcts",
     "gvr": "codeforest.graphs.gvr",
     "gvr_bon": "codeforest.graphs.gvr_bon",
+    "resample": "codeforest.graphs.resample",
 }
 
 

@@ -49,24 +49,45 @@ def summarize(records: list[dict]) -> list[dict]:
                                   sum(r.get("tree_programs") or r["programs"] for r in counted)) if counted else None,
             "errors": sum(1 for r in group if r.get("error")),
             "budget": group[0].get("budget"),
+            "series": run_label(group[0], leave_out=("token_budget",)),
+            "token_budget": (group[0].get("settings") or {}).get("token_budget"),
+            "token_budget_stops": sum(1 for r in group if r.get("stop_reason") == "token_budget"),
         })
     return sorted(rows, key=lambda r: (r["graph"], str(r["model"])))
 
 
+def curves(rows: list[dict]) -> dict[tuple, list[dict]]:
+    """The rows of each (graph and settings but the token budget, model), by mean tokens: one curve each."""
+    series: dict[tuple, list[dict]] = {}
+    for row in rows:
+        series.setdefault((row.get("series", row["graph"]), row["model"]), []).append(row)
+    return {key: sorted(group, key=lambda r: r["mean_tokens"]) for key, group in series.items()}
+
+
 def plot(rows: list[dict], path: str | Path) -> Path:
-    """pass@1 (with its interval) against mean tokens per problem, one point per graph, as PNG."""
+    """pass@1 against mean tokens per problem as PNG: a point with its 95% interval per graph, or, for a graph
+    run at several token budgets, a curve through its budgets with the interval as a band."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=120)
-    for row in rows:
-        y = 100 * row["pass_at_1"]
-        err = [[y - 100 * row["ci_low"]], [100 * row["ci_high"] - y]]
-        ax.errorbar(row["mean_tokens"], y, yerr=err, fmt="o", capsize=4)
-        label = row["graph"] if len({r["model"] for r in rows}) == 1 else f"{row['graph']} ({row['model']})"
-        ax.annotate(label, (row["mean_tokens"], y), textcoords="offset points", xytext=(6, 6))
+    one_model = len({r["model"] for r in rows}) == 1
+    for (name, model), group in curves(rows).items():
+        label = name if one_model else f"{name} ({model})"
+        xs = [r["mean_tokens"] for r in group]
+        ys = [100 * r["pass_at_1"] for r in group]
+        if len(group) > 1:
+            line, = ax.plot(xs, ys, "o-", label=label)
+            ax.fill_between(xs, [100 * r["ci_low"] for r in group], [100 * r["ci_high"] for r in group],
+                            color=line.get_color(), alpha=0.15)
+            continue
+        err = [[ys[0] - 100 * group[0]["ci_low"]], [100 * group[0]["ci_high"] - ys[0]]]
+        ax.errorbar(xs[0], ys[0], yerr=err, fmt="o", capsize=4)
+        ax.annotate(label, (xs[0], ys[0]), textcoords="offset points", xytext=(6, 6))
+    if any(len(g) > 1 for g in curves(rows).values()):
+        ax.legend(fontsize="small")
     ax.set_xlabel("mean tokens per problem (prompt + completion)")
     ax.set_ylabel("pass@1 (%), 95% interval")
     ax.set_ylim(0, 100)

@@ -231,7 +231,8 @@ def next_work(state: BesterState, runtime: Runtime[BesterContext]):
     target, batch = waiting(state["nodes"], state["selected"], kit.settings(runtime, CONTEXT).bester_concurrency)
     if not batch:
         return target
-    return [Send(target, {"problem": state["problem"], "nodes": state["nodes"], "current": child})
+    return [Send(target, {"problem": state["problem"], "nodes": state["nodes"], "current": child,
+                          "cost": state.get("cost", {})})  # what was spent, for the token budget
             for child in batch]
 
 

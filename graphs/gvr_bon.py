@@ -215,6 +215,10 @@ def finalize(state: GvrBonState) -> dict:
     """The highest-valued chain's current code (a code's first value counts); ties to the earliest chain."""
     latest = {p["node"]: p for p in state["programs"]}  # each chain's last program
     chosen = best_program([latest[c] for c in state["chains"] if c in latest])
+    if chosen is None:  # the token budget ran out before any chain was valued: the most public tests passed
+        coded = [state["nodes"][c] for c in state["chains"] if state["nodes"][c].get("execution")]
+        best = kit.best(coded, key=lambda n: n["execution"]["pass_rate"])
+        chosen = best and {"node": best["id"], "code": best["code"], "execution": best["execution"]}
     reason = state.get("stop") or "budget_exhausted"
     if chosen is None:
         return kit.finish(state, None, "", None, reason)

@@ -35,7 +35,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite
 
 from codeforest.agents import critic
-from codeforest.agents.base import ModelFault, Reply, counting_calls
+from codeforest.agents.base import BudgetSpent, ModelFault, Reply, counting_calls
 from codeforest.agents.verifier import LLMVerifier
 from codeforest.context import Context, VerifierContext
 from codeforest.graphs.state import Execution, NodeRecord, SearchInput, SearchOutput, SearchState
@@ -51,6 +51,7 @@ C = TypeVar("C", bound=Context)
 ROOT = "root"
 STEP_LIMIT = "step_limit"  # the stop reason when the caller's recursion limit ends a search early
 UNVERIFIED = "unverified"
+TOKEN_BUDGET = "token_budget"  # the stop reason (and the ``model_error`` mark) once the token budget is spent
 MIN_RECURSION_LIMIT = 5  # start, a first program (or none), finalize: every graph's shortest run
 # Sync nodes run here under ainvoke/astream: LangGraph would use the event loop's default executor,
 # min(32, cpus + 4) threads, which caps Send fan-out at 6 on a 2-core machine. ``max_concurrency`` in
@@ -214,11 +215,14 @@ def best(candidates: Iterable[dict], key: Callable[[dict], Any]) -> dict | None:
 def finish(state: SearchState, node_id: str | None, code: str, execution: Execution | None, reason: str) -> dict:
     """The common output for the chosen program.
 
-    A failed model call makes the stop reason ``model_error`` (with the message in ``error``); a problem
-    without public tests ends ``unverified``. The ``finished`` event also carries the search's own reason.
+    A failed model call makes the stop reason ``model_error`` (with the message in ``error``), a spent token
+    budget ``token_budget``; a problem without public tests ends ``unverified``. The ``finished`` event also
+    carries the search's own reason.
     """
     error = state.get("model_error")
-    if error:
+    if error == TOKEN_BUDGET:
+        reason, error = TOKEN_BUDGET, None
+    elif error:
         reason = "model_error"
     shown = UNVERIFIED if not state["problem"].get("public_tests") and not error else reason
     emit("finished", node=node_id, stop_reason=shown, search_reason=reason)
@@ -306,24 +310,40 @@ def add_nodes(graph: StateGraph, nodes: dict[str, Callable], model: BaseChatMode
 
 def _counted(fn: Callable) -> Callable:
     def node(state, **injected):  # LangGraph injects what ``fn`` declares (runtime ...)
-        with counting_calls():
+        with counting_calls(tokens_left(state, injected.get("runtime"))):
             return fn(state, **injected)
 
     node.__signature__ = inspect.signature(fn)
     return node
 
 
+def tokens_left(state: dict, runtime: Runtime | None) -> int | None:
+    """Tokens the run may still spend before its next model call (``None``: no ``token_budget``).
+
+    A subgraph's state carries what its parent had spent before it (``tokens_before``)."""
+    budget = settings(runtime, Context).token_budget if runtime is not None else 0
+    if not budget:
+        return None
+    cost = state.get("cost") or {}
+    spent = cost.get("prompt_tokens", 0) + cost.get("completion_tokens", 0) + state.get("tokens_before", 0)
+    return budget - spent
+
+
 def _model_fault(state: dict, error: NodeError, goto: str) -> Command:
-    """The error handler of a model-calling node: a model fault ends the search; anything else fails the run."""
+    """The error handler of a model-calling node: a model fault (or the token budget, spent) ends the search;
+    anything else fails the run."""
     fault = error.error
     if not isinstance(fault, ModelFault):
         raise fault
+    if isinstance(fault, BudgetSpent):
+        emit("token_budget", node=error.node)
+        return Command(update={"model_error": TOKEN_BUDGET, "cost": fault.spent}, goto=goto)
     emit("model_error", node=error.node, error=str(fault))
     return Command(update={"model_error": str(fault), "cost": fault.spent}, goto=goto)
 
 
 def failed(state: dict) -> bool:
-    """True once a model call failed for good: every router then heads for the end."""
+    """True once a model call failed for good or the token budget is spent: every router heads for the end."""
     return bool(state.get("model_error"))
 
 

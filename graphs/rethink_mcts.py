@@ -105,7 +105,8 @@ class RolloutState(TypedDict, total=False):
     id_offset: int  # keeps the ids of concurrent rollouts' children apart
     cost: Annotated[Cost, add_cost]
     programs: Annotated[list[dict], operator.add]
-    model_error: str | None  # a model call failed for good: the rollout ends there
+    model_error: str | None  # a model call failed for good (or the token budget is spent): the rollout ends
+    tokens_before: int  # what the search had spent before this rollout (for the token budget)
 
 
 STATE = RethinkState
@@ -291,7 +292,10 @@ def rollout_node(rollout_graph: CompiledStateGraph) -> Callable:
     def rollout(state: dict, runtime: Runtime[RethinkContext]) -> dict:
         """Simulate, rethink and expand the leaf at the end of ``path`` (the rollout subgraph)."""
         context = kit.settings(runtime, CONTEXT)
-        start = {k: state[k] for k in ("problem", "nodes", "path")} | {"id_offset": state.get("id_offset", 0)}
+        cost = state.get("cost") or {}
+        start = {k: state[k] for k in ("problem", "nodes", "path")} | {
+            "id_offset": state.get("id_offset", 0),
+            "tokens_before": cost.get("prompt_tokens", 0) + cost.get("completion_tokens", 0)}
         limit = kit.recursion_limit(2 * context.rethink_max_rethinks + 2)
         final = kit.run_inner(rollout_graph, start, {"recursion_limit": limit})
         leaf = final["nodes"][state["path"][-1]]
@@ -347,7 +351,8 @@ def after_backpropagate(state: RethinkState, runtime: Runtime[RethinkContext]):
         if len(fresh) > 1:
             path = search.path_to(state["nodes"], leaf)
             return [Send("rollout", {"problem": state["problem"], "nodes": state["nodes"], "path": [*path, child],
-                                     "id_offset": j * context.rethink_width}) for j, child in enumerate(fresh)]
+                                     "id_offset": j * context.rethink_width, "cost": state.get("cost", {})})
+                    for j, child in enumerate(fresh)]
     return "select"
 
 

@@ -57,7 +57,7 @@ class NodeRecord(TypedDict, total=False):
     v_llm: float  # RethinkMCTS: the self-evaluation of a program passing every public test
     rethinks: int  # RethinkMCTS: how often the node's thought was rewritten
     replaced_thought: str  # RethinkMCTS: the thought a rethink replaced
-    seed: int  # BESTER: the sampling seed of the node's self-reflection
+    seed: int  # BESTER, resample: the sampling seed of the node's self-reflection or program
     kb_reward: float  # RPM-MCTS: the knowledge-base process reward K of the path ending here
     step_score: float  # RPM-MCTS: the step critic's 0-10 score of the path ending here
     llm_score: float  # RPM-MCTS: the evaluator's 0-10 score of the roll-out simulated from here
@@ -128,7 +128,8 @@ class SearchState(SearchInput, SearchOutput, total=False):
     """Input, output, the steps left before the caller's recursion limit, and a model call that failed."""
 
     remaining_steps: RemainingSteps
-    model_error: str | None  # set by a model-calling node's error handler: the search heads for finalize
+    model_error: str | None  # set by a model-calling node's error handler (the message, or "token_budget"
+    # when the budget is spent): the search heads for finalize
 
 
 OUTPUT_KEYS = ("final_code", "final_node", "stop_reason", "public_pass_rate", "error", "nodes", "cost")

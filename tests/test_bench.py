@@ -313,3 +313,29 @@ def test_report_table_interval_and_plot(tmp_path, capsys):
     assert "| P/4 | fail (1 calls, 150 tok) | pass (20 calls, 1,050 tok) |" in md
     assert "tree vs direct on the 5 problems both ran: solves 1 that direct fails (P/4), fails 0" in md
     assert main(["report", str(tmp_path / "empty")]) == 2
+
+
+def test_token_budget_sweep_runs_largest_first_and_replays_the_cache(tmp_path, capsys):
+    """Each call costs 18 tokens: a 100-token budget stops after 6 samples, 40 after 3, all replayed."""
+    api = FakeOpenAI([], respond=lambda body: "```python\ndef f():\n    return None\n```")
+    try:
+        assert main(["bench", "--graph", "resample", "--dataset", "humaneval", "--limit", "1", "--model", "fake",
+                     "--base-url", api.url, "--out", str(tmp_path), "--cache", "--token-budget", "40,100"]) == 0
+    finally:
+        api.close()
+    records = read_results(tmp_path)
+    assert [(r["settings"]["token_budget"], r["llm_calls"], r["cached_calls"], r["stop_reason"])
+            for r in records] == [(100, 6, 0, "token_budget"), (40, 3, 3, "token_budget")]
+    assert len(api.requests) == 6
+    rows = summarize(records)
+    assert {r["series"] for r in rows} == {"resample"} and sorted(r["token_budget"] for r in rows) == [40, 100]
+    assert "token budget 100" in capsys.readouterr().err
+
+
+def test_parse_budgets():
+    from codeforest.bench import parse_budgets
+
+    assert parse_budgets("2000, 32k,8000,2000") == [32000, 8000, 2000]
+    for bad in ("", "abc", "0"):
+        with pytest.raises(ValueError):
+            parse_budgets(bad)

@@ -29,7 +29,8 @@ DEC = {"id": "T/dec", "prompt": 'def dec(x):\n    """Return x minus one."""\n', 
 SMALL = {"direct": {}, "codetree": {"codetree_max_programs": 5, "codetree_width": 2},
          "rethink_mcts": {"rethink_rollouts": 3, "rethink_width": 2}, "bester": {"bester_depth": 2, "bester_width": 2},
          "rpm_mcts": {"rpm_rollouts": 2, "rpm_width": 2, "rpm_kb": False},
-         "gvr": {"gvr_rollouts": 3, "gvr_width": 2}, "gvr_bon": {"gvr_bon_n": 2, "gvr_bon_steps": 2}}
+         "gvr": {"gvr_rollouts": 3, "gvr_width": 2}, "gvr_bon": {"gvr_bon_n": 2, "gvr_bon_steps": 2},
+         "resample": {"resample_n": 10}}
 
 
 class Universal:
@@ -72,7 +73,7 @@ class Universal:
 
 
 PREFIXES = (("gvr_bon_", "gvr_bon"), ("gvr_", "gvr"), ("codetree_", "codetree"), ("rethink_", "rethink_mcts"),
-            ("bester_", "bester"), ("rpm_", "rpm_mcts"))
+            ("bester_", "bester"), ("rpm_", "rpm_mcts"), ("resample_", "resample"))
 
 
 def owner_of(setting: str) -> str | None:

@@ -1,0 +1,34 @@
+"""One budget unit for every graph: no model call starts once ``token_budget`` tokens are spent."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from codeforest.registry import graph_names
+from tests.fakes import RespondingChatModel
+from tests.test_native import INC, Universal, run
+
+CALL_TOKENS = 15  # every scripted call: 10 prompt + 5 completion tokens
+
+
+@pytest.mark.parametrize("budget", [40, 100])
+@pytest.mark.parametrize("graph", [g for g in graph_names() if g != "direct"])
+def test_every_graph_stops_at_the_token_budget_with_its_best_program(graph, budget):
+    model = RespondingChatModel(respond=Universal(wrong=True))
+    out = run(graph, INC, model=model, token_budget=budget)
+    spent = out["cost"]["prompt_tokens"] + out["cost"]["completion_tokens"]
+    assert out["stop_reason"] == "token_budget" and out["error"] is None
+    # the call that crossed the budget was the last one made: 40 -> 3 calls, 100 -> 7 calls
+    assert len(model.calls) == out["cost"]["llm_calls"] == math.ceil(budget / CALL_TOKENS)
+    assert spent - CALL_TOKENS < budget <= spent
+    if out["cost"]["programs"]:
+        assert out["final_code"] and out["final_node"] in out["nodes"]
+
+
+def test_a_budget_the_search_does_not_reach_changes_nothing():
+    plain = run("codetree", INC, model=RespondingChatModel(respond=Universal()))
+    budgeted = run("codetree", INC, model=RespondingChatModel(respond=Universal()), token_budget=10_000)
+    assert budgeted["stop_reason"] == plain["stop_reason"] != "token_budget"
+    assert budgeted["final_code"] == plain["final_code"] and budgeted["cost"] == plain["cost"]
