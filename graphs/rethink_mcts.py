@@ -41,6 +41,10 @@ from codeforest.tools.testing import ExecutionResult, prm_feedback
 BUDGET_UNIT = "rollouts"
 ROOT = kit.ROOT
 MAX_FAILING_TESTS = 6  # the released code lists at most 6 failing tests in the verbal feedback
+CHARS_PER_TOKEN = 4  # the released code counts tiktoken tokens; characters / 4 approximates them
+TEST_LIMIT = 2048 * CHARS_PER_TOKEN  # ... each failing test cut to 2048 tokens
+FEEDBACK_LIMIT, FEEDBACK_CUT = 12000 * CHARS_PER_TOKEN, 8000 * CHARS_PER_TOKEN  # over 12000 tokens: cut to 8000
+NO_VERBAL = "The code generated following the thoughts doesn't pass some test cases."  # RethinkMCTSNoVerb's
 
 
 class RethinkContext(VerifierContext):
@@ -61,7 +65,8 @@ class RethinkContext(VerifierContext):
         "evaluated at once (Send), each counting as a rollout; the embedded server gets N parallel slots."))
     rethink_rethink: bool = Field(default=True, description="Ablation: false = w/o rethink.")
     rethink_verbal_feedback: bool = Field(default=True, description=(
-        "Ablation: false = w/o verbal feedback (scalar reward only)."))
+        "Ablation: false = w/o verbal feedback (the released NoVerb: the rethink is told only that the code "
+        "fails some tests; expansions get no feedback)."))
     rethink_block_info: bool = Field(default=True, description=(
         "Ablation: false = verbal feedback without the block-level analysis."))
     rethink_self_eval: bool = Field(default=True, description=(
@@ -218,7 +223,8 @@ def rethink_leaf(state: RolloutState, runtime: Runtime[RethinkContext], model: B
     context = kit.settings(runtime, CONTEXT)
     llm, nodes, leaf = kit.chat_model(context, model), state["nodes"], state["path"][-1]
     node = nodes[leaf]
-    feedback = node.get("verbal_feedback") or node.get("feedback", "")
+    feedback = (node.get("verbal_feedback") or node.get("feedback", "")) if context.rethink_verbal_feedback \
+        else NO_VERBAL
     costs, target = [], leaf
     if context.rethink_locate == "verifier":
         ids = [i for i in state["path"] if i != ROOT and nodes[i].get("text", "").strip()]
@@ -385,15 +391,16 @@ def verbal_feedback(problem: Problem, code: str, result: ExecutionResult, contex
     lines = ["(Execution Feedback)", "The code above fails the given unit test:"]
     for outcome in failing:
         shown = "Timed out" if outcome.timed_out else (outcome.actual if outcome.actual is not None else outcome.error)
-        lines.append(f"{outcome.test.strip()} # Current Execution Output: {shown}")
+        lines.append(f"{outcome.test.strip()} # Current Execution Output: {shown}"[:TEST_LIMIT])
     text = "\n".join(lines)
-    if not context.rethink_block_info or not failing:
-        return text
-    trace, analysis = kit.analyze_failure(problem, code, result, context, model)
-    if analysis is None:
-        return f"{text}\n{trace}"
-    costs.append(analysis.cost)
-    return f"{text}\n(Block-level Analysis)\n{trace}\n{analysis.value}"
+    if context.rethink_block_info and failing:
+        trace, analysis = kit.analyze_failure(problem, code, result, context, model)
+        if analysis is None:
+            text = f"{text}\n{trace}"
+        else:
+            costs.append(analysis.cost)
+            text = f"{text}\n(Block-level Analysis)\n{trace}\n{analysis.value}"
+    return text[:FEEDBACK_CUT] if len(text) > FEEDBACK_LIMIT else text
 
 
 graph = build_graph()

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from codeforest.graphs.rethink_mcts import RethinkContext, best_program, build_graph
+from codeforest.graphs.rethink_mcts import (
+    FEEDBACK_CUT,
+    NO_VERBAL,
+    TEST_LIMIT,
+    RethinkContext,
+    best_program,
+    build_graph,
+    verbal_feedback,
+)
+from codeforest.tools.testing import ExecutionResult, TestOutcome
 from tests.fakes import RespondingChatModel, RoleScript, thought_list
 
 PROBLEM = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",
@@ -78,8 +87,9 @@ def test_ablation_switches_remove_their_component(flag, absent):
                     blocks=["[]"] * 5, rethink=["Add one to x."] * 3, self_eval=["0.4"] * 3)
     out = run(script, rethink_rollouts=2, **{flag: False})
     assert absent not in script.roles and out["stop_reason"] == "budget_exhausted"
-    if flag == "rethink_verbal_feedback":
+    if flag == "rethink_verbal_feedback":  # the released NoVerb: the rethink hears only that some tests fail
         assert "expand_fb" not in script.roles
+        assert NO_VERBAL in script.prompts["rethink"][0] and "assert inc" not in script.prompts["rethink"][0]
     if flag == "rethink_block_info":
         assert "(Execution Feedback)" in script.prompts["rethink"][0]
         assert "(Block-level Analysis)" not in script.prompts["rethink"][0]
@@ -136,3 +146,15 @@ def test_second_descent_follows_the_priors():
     nodes = out["nodes"]
     assert nodes["n1"]["reward"] == 0.5 and nodes["n2"]["reward"] == 1.0
     assert "reward" not in nodes["n3"] and out["final_node"] == "n2"
+
+
+def test_verbal_feedback_keeps_the_released_caps():
+    """At most 6 failing tests, each cut to 2048 tokens; a text over 12000 tokens is cut to 8000 (4 chars a token)."""
+    def feedback(count, size):
+        outcomes = [TestOutcome(f"assert f({i}) == 0", False, actual=str(i) * size) for i in range(count)]
+        return verbal_feedback(PROBLEM, "def f(x): pass", ExecutionResult(0, count, outcomes),
+                               RethinkContext(rethink_block_info=False), None, [])
+
+    assert len(feedback(8, 5000).splitlines()[2:]) == 6  # 6 of the 8 failing tests, 30,000 characters in all
+    assert len(feedback(1, 20000).splitlines()[2]) == TEST_LIMIT
+    assert len(feedback(8, 9000)) == FEEDBACK_CUT  # 6 · 8192 characters > 48000: cut to 32000
