@@ -53,9 +53,11 @@ class BesterContext(Context):
     bester_selection: Literal["most_tests", "random"] = Field(default="most_tests", description=(
         "Which repair a round keeps: 'most_tests' passed (the paper; ties: earliest) or 'random' (Table 5's "
         "ablation; seeded by the problem id and round)."))
-    bester_final: Literal["best", "last_round"] = Field(default="best", description=(
-        "Program returned when none passes every public test: 'best' over the whole search (ties: earliest) "
-        "or 'last_round' (the paper's pseudocode: the last round's choice)."))
+    bester_final: Literal["auto", "best", "last_round"] = Field(default="auto", description=(
+        "Program returned when none passes every public test: 'best' of the programs the rounds kept (ties: "
+        "earliest) "
+        "or 'last_round' (the paper's pseudocode: the last round's choice). 'auto': 'best', except under "
+        "random selection, whose ablation is only meaningful when the random choice is what is returned ('auto')."))
     bester_concurrency: int = Field(default=1, ge=1, description=(
         "Reflections / repairs requested at once (LangGraph Send); results do not depend on it. The "
         "embedded server gets as many parallel slots."))
@@ -218,8 +220,15 @@ def finalize(state: BesterState, runtime: Runtime[BesterContext]) -> dict:
         return kit.finish_node(state, min(tested, key=rank)["id"] if tested else None, "model_error")
     if passes(state["nodes"][selected]["execution"]):
         return kit.finish_node(state, selected, "solved")
-    chosen = state["best"] if context.bester_final == "best" else selected
+    chosen = state["best"] if final_rule(context) == "best" else selected
     return kit.finish_node(state, chosen, state["stop"] or "depth_exhausted")
+
+
+def final_rule(context: BesterContext) -> str:
+    """``bester_final``, or by default 'best', and 'last_round' under random selection (Table 5's ablation)."""
+    if context.bester_final != "auto":
+        return context.bester_final
+    return "last_round" if context.bester_selection == "random" else "best"
 
 
 # --- wiring ---------------------------------------------------------------------------------------------

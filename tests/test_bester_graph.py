@@ -99,6 +99,17 @@ def test_last_round_final_returns_the_paper_pseudocode_choice():
     assert out["final_node"] == "n7" and out["public_pass_rate"] == pytest.approx(1 / 3)  # round 2's first 1/3
 
 
+def test_random_selection_returns_its_own_last_choice():
+    """Table 5's random selection would be hidden if the best program of the search were returned anyway."""
+    repairs = {1: 0, 2: 2, 3: 1, 4: 2, 5: 0, 6: 1, 7: 0, 8: 1, 9: 0, 10: 0}
+    chosen, _ = run(BesterScript(initial=1, repairs=repairs), bester_selection="random")
+    best, _ = run(BesterScript(initial=1, repairs=repairs), bester_selection="random", bester_final="best")
+    # 'best' ranks the programs the rounds kept: random picks never beat the initial 1/3 here
+    assert best["final_node"] == "n1" and best["public_pass_rate"] == pytest.approx(1 / 3)
+    assert chosen["final_node"] in {f"n{i}" for i in range(7, 12)}  # one of round 2's repairs
+    assert chosen["final_node"] != best["final_node"]
+
+
 def test_literal_loop_makes_one_repair_round():
     out, model = run(BesterScript(initial=0, repairs=dict.fromkeys(range(1, 6), 1)), bester_loop="literal")
     assert len(model.calls) == 11 and out["stop_reason"] == "depth_exhausted" and out["final_node"] == "n2"
