@@ -55,9 +55,8 @@ class BesterContext(Context):
         "ablation; seeded by the problem id and round)."))
     bester_final: Literal["auto", "best", "last_round"] = Field(default="auto", description=(
         "Program returned when none passes every public test: 'best' of the programs the rounds kept (ties: "
-        "earliest) "
-        "or 'last_round' (the paper's pseudocode: the last round's choice). 'auto': 'best', except under "
-        "random selection, whose ablation is only meaningful when the random choice is what is returned ('auto')."))
+        "earliest) or 'last_round' (the paper's pseudocode: the last round's choice). 'auto': 'best', except "
+        "'last_round' under random selection, whose ablation means nothing unless its choice is returned."))
     bester_concurrency: int = Field(default=1, ge=1, description=(
         "Reflections / repairs requested at once (LangGraph Send); results do not depend on it. The "
         "embedded server gets as many parallel slots."))
