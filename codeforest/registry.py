@@ -16,6 +16,7 @@ GRAPHS = {
     "gvr": "codeforest.graphs.gvr",
     "gvr_bon": "codeforest.graphs.gvr_bon",
     "resample": "codeforest.graphs.resample",
+    "reflexion": "codeforest.graphs.reflexion",
 }
 
 

@@ -244,19 +244,21 @@ def next_work(state: BesterState, runtime: Runtime[BesterContext]):
             for child in batch]
 
 
-def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
-    """The uncompiled BESTER graph; ``model`` replaces the context's model."""
-    builder = kit.builder(STATE, CONTEXT)
-    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT), "initial": initial,
-                            "select": select, "plan": plan, "dispatch": dispatch, "reflect_one": reflect_one,
-                            "repair_one": repair_one, "finalize": finalize}, model)
+def graph_builder(model: BaseChatModel | None = None, context: type[BesterContext] = CONTEXT) -> StateGraph:
+    """The uncompiled BESTER graph; ``model`` replaces the context's model; ``context``: a preset's class."""
+    builder = kit.builder(STATE, context)
+    nodes = {"initial": initial, "select": select, "plan": plan, "dispatch": dispatch, "reflect_one": reflect_one,
+             "repair_one": repair_one, "finalize": finalize}
+    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, context),
+                            **{name: kit.with_context(fn, context) for name, fn in nodes.items()}}, model)
     builder.add_edge(START, "start")
     builder.add_edge("start", "initial")
     builder.add_edge("initial", "select")
     builder.add_conditional_edges("select", lambda s: "plan" if s["nodes"][s["selected"]]["status"] == "refined"
                                   else "finalize", ["plan", "finalize"])
     builder.add_edge("plan", "dispatch")
-    builder.add_conditional_edges("dispatch", next_work, ["reflect_one", "repair_one", "select", END])
+    builder.add_conditional_edges("dispatch", kit.with_context(next_work, context),
+                                  ["reflect_one", "repair_one", "select", END])
     builder.add_edge("reflect_one", "dispatch")
     builder.add_edge("repair_one", "dispatch")
     builder.add_edge("finalize", END)

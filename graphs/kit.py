@@ -308,6 +308,22 @@ def add_nodes(graph: StateGraph, nodes: dict[str, Callable], model: BaseChatMode
         graph.add_node(name, RunnableCallable(fn, _offloaded(fn), name=name, trace=False), error_handler=handler)
 
 
+def with_context(fn: Callable, cls: type[Context]) -> Callable:
+    """``fn`` (a node or router taking ``runtime``) run with its context read as ``cls``: a preset graph (a
+    subclass with other defaults) reuses another graph's nodes, and they see the preset's defaults."""
+    if "runtime" not in inspect.signature(fn).parameters:
+        return fn
+
+    def wrapped(state, *args, **kwargs):
+        if kwargs.get("runtime") is not None:
+            kwargs["runtime"] = kwargs["runtime"].override(context=settings(kwargs["runtime"], cls))
+        return fn(state, *args, **kwargs)
+
+    wrapped.__signature__ = inspect.signature(fn)
+    wrapped.__name__ = getattr(fn, "__name__", "node")
+    return wrapped
+
+
 def _counted(fn: Callable) -> Callable:
     def node(state, **injected):  # LangGraph injects what ``fn`` declares (runtime ...)
         with counting_calls(tokens_left(state, injected.get("runtime"))):

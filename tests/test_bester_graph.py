@@ -144,3 +144,16 @@ def test_budget_in_calls():
     assert graph_budget("bester", BesterContext(bester_depth=3, bester_width=2))["limit"] == 13
     with pytest.raises(ValueError, match="bester_loop"):
         graph_budget("bester", BesterContext(bester_loop="forever"))
+
+
+def test_reflexion_is_bester_with_one_greedy_reflection_per_round():
+    from codeforest.graphs import reflexion
+
+    script = BesterScript(initial=1, repairs={seed: 2 if seed == 3 else 0 for seed in range(1, 20)})
+    model = RespondingChatModel(respond=script, pass_kwargs=True)
+    out = reflexion.build_graph(model=model).invoke({"problem": PROBLEM})  # no context: Reflexion's defaults
+    assert script.roles == ["initial"] + ["reflection", "repair"] * 19 and out["cost"]["programs"] == 20
+    assert {kw.get("temperature") for kw in model.call_kwargs if "seed" in kw} == {0.0}
+    # every round repairs the previous repair (k = 1 keeps it); none passes: the last attempt is returned
+    assert out["final_node"] == "n20" and out["public_pass_rate"] == 0.0  # n4 (2 of 3) is not returned
+    assert graph_budget("reflexion") == {"unit": "programs", "limit": 20}

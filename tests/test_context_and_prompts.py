@@ -84,7 +84,8 @@ def test_each_graph_shows_only_its_own_settings():
     for graph, cls in CONTEXTS.items():
         own = {f for f in cls.model_fields if f not in shared}
         prefix = {"direct": None, "codetree": "codetree_", "rethink_mcts": "rethink_", "bester": "bester_",
-                  "rpm_mcts": "rpm_", "gvr": "gvr_", "gvr_bon": "gvr_bon_", "resample": "resample_"}[graph]
+                  "rpm_mcts": "rpm_", "gvr": "gvr_", "gvr_bon": "gvr_bon_", "resample": "resample_",
+                  "reflexion": "bester_"}[graph]
         assert all(prefix and f.startswith(prefix) for f in own), (graph, own)
         assert graph != "gvr" or not any(f.startswith("gvr_bon_") for f in own)
         verifies = issubclass(cls, VerifierContext)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from langgraph_sdk import get_sync_client
 
-from tests.test_native import owner_of
+from tests.test_native import foreign
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.server, pytest.mark.real_model]
@@ -74,7 +74,7 @@ def test_studio_gets_each_graphs_input_form_and_only_its_own_settings(server):
         assert "final_code" in schemas["output_schema"]["properties"]
         settings = set(schemas["context_schema"]["properties"])
         assert "model" in settings
-        assert not any(owner_of(f) not in (None, assistant["graph_id"]) for f in settings), assistant["graph_id"]
+        assert not any(foreign(f, assistant["graph_id"]) for f in settings), assistant["graph_id"]
 
 
 def test_run_direct_on_a_problem_with_the_real_model(server):
