@@ -42,15 +42,22 @@ class CodeTreeContext(VerifierContext):
     codetree_max_programs: int = Field(default=20, ge=1, description=(
         "CodeTree budget: Solver + Debugger programs per problem (paper: 20)."))
     codetree_max_depth: int = Field(default=3, ge=1, description="CodeTree maximum tree depth (3).")
-    codetree_width: int = Field(default=10, ge=1, description=(
-        "CodeTree cap on strategies / reflections per node (10); the exact count in the BFS/DFS variants "
-        "(codetree_critic=false; the paper's Table 3 uses 3)."))
+    codetree_width: int = Field(default=0, ge=0, description=(
+        "Strategies / reflections per node: a cap of 10 with the Critic; exactly 3 in the BFS/DFS variants "
+        "(codetree_critic=false, Table 3). 0: that default."))
     codetree_order: Literal["dfs", "bfs"] = Field(default="dfs", description=(
         "'dfs': last-in first-out, as the released agent_guide; 'bfs': level by level, children of "
         "higher-valued nodes first (Table 3's CodeTree-BFS)."))
     codetree_critic: bool = Field(default=True, description=(
-        "False: Table 3's variants without the Critic (fixed width, stop at the first program passing the "
-        "visible tests, no value-based abort)."))
+        "False: Table 3's CodeTree-BFS/DFS as released: no Critic; every program of an expansion is written "
+        "and run at once, the children pushed in value order, the first visible pass wins, and when none "
+        "passes there is no program (the problem counts as failed)."))
+    codetree_verification: bool = Field(default=True, description=(
+        "Table 4 ablation: false = w/o verification (a visible pass is accepted without the Critic)."))
+    codetree_abort: bool = Field(default=True, description=(
+        "Table 4 ablation: false = w/o node abort (a failing node is refined until the depth limit)."))
+    codetree_scoring: bool = Field(default=True, description=(
+        "Table 4 ablation: false = w/o scoring (no Critic score of failing nodes: execution feedback only)."))
     codetree_final: Literal["best", "last_failing"] = Field(default="best", description=(
         "Program returned when nothing is accepted: 'best' (highest value, as the paper says) or "
         "'last_failing' (what the released code returns)."))
@@ -68,14 +75,18 @@ class CodeTreeState(SearchState, total=False):
 
     frontier: list[str]
     current: str | None
-    decision: Literal["accept", "refine", "abort"] | None
+    pending: list[str]  # BFS/DFS variants: the expansion's children still to write and run, in order
+    batch: list[str]  # BFS/DFS variants: that expansion's children, pushed in value order once all have run
+    expanding: str | None  # BFS/DFS variants: the node whose reflections come next
+    decision: Literal["accept", "refine", "abort", "next"] | None  # next: a variant's failing program
     accepted: str | None
     last_failing: str | None
     stop: str | None
 
 
 STATE = CodeTreeState
-FRESH = {"frontier": [], "current": None, "decision": None, "accepted": None, "last_failing": None, "stop": None}
+FRESH = {"frontier": [], "current": None, "decision": None, "accepted": None, "last_failing": None, "stop": None,
+         "pending": [], "batch": [], "expanding": None}
 
 
 def budget(context: CodeTreeContext) -> int:
@@ -98,13 +109,6 @@ def visible_ratio(execution: Execution) -> float:
 def passes_visible(node: NodeRecord) -> bool:
     """The released code's visible pass: ``r > 0.99``."""
     return "execution" in node and visible_ratio(node["execution"]) > PASS_THRESHOLD
-
-
-def judge_without_critic(ratio: float, depth: int, max_depth: int) -> tuple[str, str]:
-    """Table 3's variants: accept the first visible pass, else refine until the depth limit."""
-    if ratio > PASS_THRESHOLD:
-        return "accept", "passes the visible tests"
-    return ("refine", "fails visible tests") if depth < max_depth else ("abort", "depth limit")
 
 
 def judge_visible_pass(verdict: bool, depth: int, max_depth: int, parent_passes: bool) -> tuple[str, str]:
@@ -141,6 +145,26 @@ def next_in_frontier(frontier: list[str], nodes: dict[str, NodeRecord], order: s
                                            nodes[i]["order"]))
 
 
+def width(context: CodeTreeContext) -> int:
+    """Strategies / reflections per node: the setting, else 10 (a cap) with the Critic and 3 without."""
+    return context.codetree_width or (10 if context.codetree_critic else 3)
+
+
+def push_batch(frontier: list[str], batch: list[str], nodes: dict[str, NodeRecord], order: str,
+               first: bool) -> list[str]:
+    """The released BFS/DFS variants' frontier once an expansion's programs have all run.
+
+    BFS keeps a queue sorted by value, highest first (taken from the front); DFS a stack whose children are
+    pushed lowest value first, so the best is taken next (the first level reversed before sorting, as
+    released, so equal values go to the earliest strategy). Sorting is stable.
+    """
+    value = {i: nodes[i].get("value", 0.0) for i in batch}
+    if order == "bfs":
+        return frontier + sorted(batch, key=lambda i: -value[i])
+    ordered = list(reversed(batch)) if first else batch
+    return frontier + sorted(ordered, key=lambda i: value[i])
+
+
 def spent(state: CodeTreeState, context: CodeTreeContext) -> bool:
     """True once the program budget is used up."""
     return state.get("cost", {}).get("programs", 0) >= context.codetree_max_programs
@@ -151,13 +175,15 @@ def spent(state: CodeTreeState, context: CodeTreeContext) -> bool:
 def think(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: BaseChatModel | None = None) -> dict:
     """The Thinker's strategies become the depth-1 nodes."""
     context = kit.settings(runtime, CONTEXT)
-    fixed = None if context.codetree_critic else context.codetree_width
+    fixed = None if context.codetree_critic else width(context)
     ideas = thinker.strategies(kit.chat_model(context, model), kit.prompt(context, "thinker"), state["problem"],
-                               width=context.codetree_width, fixed=fixed)
+                               width=width(context), fixed=fixed)
     nodes: dict[str, NodeRecord] = {}
     for i, strategy in enumerate(ideas.value or [""]):  # nothing readable: one node solved without a hint
         node = kit.new_node(i + 1, parent=None, kind="code", text=strategy, strategy=strategy, value=0.0)
         nodes[node["id"]] = node
+    if not context.codetree_critic:  # the variants write and run every strategy's program first
+        return {"nodes": nodes, "pending": list(nodes), "batch": list(nodes), "cost": ideas.cost}
     return {"nodes": nodes, "frontier": _pushed([], list(nodes), context), "cost": ideas.cost}
 
 
@@ -168,6 +194,8 @@ def pick(state: CodeTreeState, runtime: Runtime[CodeTreeContext]) -> dict:
         return {"current": None, "stop": "budget_exhausted"}
     if kit.steps_left(state) < 4:  # generate, execute, critique, finalize
         return {"current": None, "stop": kit.STEP_LIMIT}
+    if not context.codetree_critic:
+        return pick_variant(state, context)
     nodes = state["nodes"]
     queue = next_in_frontier(state["frontier"], nodes, context.codetree_order)
     skipped = {}
@@ -178,6 +206,20 @@ def pick(state: CodeTreeState, runtime: Runtime[CodeTreeContext]) -> dict:
                     "nodes": skipped}
         skipped[node_id] = {"status": "aborted"}
     return {"current": None, "frontier": [], "nodes": skipped, "stop": "tree_exhausted"}
+
+
+def pick_variant(state: CodeTreeState, context: CodeTreeContext) -> dict:
+    """BFS/DFS variants: the next program of the expansion, else the next node to expand (BFS: the front of
+    the queue; DFS: the top of the stack) within the depth limit."""
+    if state["pending"]:
+        return {"current": state["pending"][0], "pending": state["pending"][1:], "expanding": None}
+    frontier, skipped = list(state["frontier"]), {}
+    while frontier:
+        node_id = frontier.pop(0 if context.codetree_order == "bfs" else -1)
+        if state["nodes"][node_id]["depth"] <= context.codetree_max_depth:  # the released depth 0 is our 1
+            return {"current": None, "expanding": node_id, "frontier": frontier, "nodes": skipped}
+        skipped[node_id] = {"status": "aborted"}
+    return {"current": None, "expanding": None, "frontier": [], "nodes": skipped, "stop": "tree_exhausted"}
 
 
 def generate(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: BaseChatModel | None = None) -> dict:
@@ -211,7 +253,9 @@ def critique(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: Bas
     value, feedback, cost, record = ratio, node["feedback"], {}, {}
     last_failing = state.get("last_failing")
     if not context.codetree_critic:
-        decision, reason = judge_without_critic(ratio, depth, max_depth)
+        decision, reason = ("accept", "passes the visible tests") if ratio > PASS_THRESHOLD else ("next", "fails")
+    elif ratio > PASS_THRESHOLD and not context.codetree_verification:
+        decision, reason, value = "accept", "passes the visible tests (w/o verification)", value + PASS_BONUS
     elif ratio > PASS_THRESHOLD:
         verdict = judge_pass(state, context, kit.chat_model(context, model), node)
         cost, record["critic_verdict"], value = verdict.cost, bool(verdict.value), value + PASS_BONUS
@@ -224,19 +268,31 @@ def critique(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: Bas
         last_failing = node["id"]
         if depth >= max_depth:
             decision, reason = "abort", "depth limit"
+        elif not context.codetree_scoring:  # execution feedback only: abort below the parent's value
+            below = value < (parent.get("value", 0.0) if parent else 0.0)
+            decision, reason = ("abort", "value below its parent's") if below else ("refine", "refine")
         else:
             score = judge_failure_score(state, context, kit.chat_model(context, model), node)
             kit.emit("verdict", node=node["id"], score=score.value, analysis=score.analysis[:300])
             cost, record["critic_score"], value = score.cost, int(score.value), value + int(score.value) / 15
             decision, reason = judge_failure(value, parent.get("value", 0.0) if parent else 0.0, depth,
                                              int(score.value))
-    status = {"accept": "accepted", "refine": "refined", "abort": "aborted"}[decision]
+    if decision == "abort" and reason != "depth limit" and not context.codetree_abort:
+        decision, reason = "refine", "refine (w/o node abort)"
+    status = {"accept": "accepted", "refine": "refined", "abort": "aborted", "next": "failed"}[decision]
     kit.emit("decision", node=node["id"], decision=decision, reason=reason, value=round(value, 4))
     update = {"nodes": {node["id"]: {**record, "value": value, "feedback": feedback, "status": status,
                                      "decision_reason": reason}},
               "decision": decision, "cost": cost, "last_failing": last_failing}
     if decision == "accept":
         update["accepted"] = node["id"]
+    elif decision == "next":
+        if not state["pending"]:  # the expansion's last program: its children join the frontier by value
+            nodes = {**state["nodes"], node["id"]: {**node, "value": value}}
+            update["frontier"] = push_batch(state["frontier"], state["batch"], nodes, context.codetree_order,
+                                            first=node["depth"] == 1)
+        if kit.steps_left(state) < 5:  # pick, (reflect, pick,) generate, execute, critique, finalize
+            update["stop"] = kit.STEP_LIMIT
     elif kit.steps_left(state) < (STEPS_PER_PROGRAM if decision == "refine" else STEPS_PER_PROGRAM - 1) + 1:
         update["stop"] = kit.STEP_LIMIT  # no room for (a reflection and) another program, then finalize
     return update
@@ -283,17 +339,20 @@ def _shown(scores: list[float]) -> str:
 def reflect(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: BaseChatModel | None = None) -> dict:
     """The Thinker's reflections on the current node become its children."""
     context = kit.settings(runtime, CONTEXT)
-    node = state["nodes"][state["current"]]
-    fixed = None if context.codetree_critic else context.codetree_width
+    node = state["nodes"][state["expanding"] or state["current"]]
+    fixed = None if context.codetree_critic else width(context)
     ideas = thinker.reflections(kit.chat_model(context, model), kit.prompt(context, "thinker"), state["problem"],
                                 strategy=node["strategy"], code=node["code"], feedback=node["feedback"],
-                                width=context.codetree_width, fixed=fixed)
+                                width=width(context), fixed=fixed)
     base = kit.next_order(state["nodes"])
     children: dict[str, NodeRecord] = {}
     for i, reflection in enumerate(ideas.value):
         child = kit.new_node(base + i, parent=node, kind="code", text=reflection, strategy=node["strategy"],
                              value=0.0)
         children[child["id"]] = child
+    if not context.codetree_critic:
+        return {"nodes": children, "pending": list(children), "batch": list(children), "expanding": None,
+                "cost": ideas.cost}
     return {"nodes": children, "frontier": _pushed(state["frontier"], list(children), context), "cost": ideas.cost}
 
 
@@ -302,8 +361,10 @@ def finalize(state: CodeTreeState, runtime: Runtime[CodeTreeContext]) -> dict:
     context = kit.settings(runtime, CONTEXT)
     if state.get("accepted"):
         return kit.finish_node(state, state["accepted"], "accepted")
-    chosen = choose_final(state["nodes"], context.codetree_final, state.get("last_failing"))
     reason = "budget_exhausted" if spent(state, context) else state.get("stop") or "tree_exhausted"
+    if not context.codetree_critic:  # the released variants count the problem as failed: no program
+        return kit.finish(state, None, "", None, reason)
+    chosen = choose_final(state["nodes"], context.codetree_final, state.get("last_failing"))
     return kit.finish_node(state, chosen, reason)
 
 
@@ -318,7 +379,7 @@ def after_critique(state: CodeTreeState, runtime: Runtime[CodeTreeContext]) -> s
     """Finalize on accept, a spent budget or no steps left (no reflection no program can use); else go on."""
     if state["decision"] == "accept" or spent(state, kit.settings(runtime, CONTEXT)) or state.get("stop"):
         return "finalize"
-    return {"refine": "reflect", "abort": "pick"}[state["decision"]]
+    return {"refine": "reflect", "abort": "pick", "next": "pick"}[state["decision"]]
 
 
 def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
@@ -330,8 +391,8 @@ def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
     builder.add_edge(START, "start")
     builder.add_edge("start", "think")
     builder.add_edge("think", "pick")
-    builder.add_conditional_edges("pick", lambda s: "generate" if s["current"] else "finalize",
-                                  ["generate", "finalize"])
+    builder.add_conditional_edges("pick", lambda s: "generate" if s["current"] else "reflect" if s.get("expanding")
+                                  else "finalize", ["generate", "reflect", "finalize"])
     builder.add_edge("generate", "execute")
     builder.add_edge("execute", "critique")
     builder.add_conditional_edges("critique", after_critique, ["finalize", "reflect", "pick"])

@@ -121,15 +121,57 @@ def test_unreadable_replies_take_the_fallbacks_and_are_counted():
     assert "Hint:" not in script.prompts["solver"][0]
 
 
-@pytest.mark.parametrize("order, expected", [
-    ("bfs", ["strategy", "solver", "reflection", "solver"]),
-    ("dfs", ["strategy", "solver", "reflection", "debugger"]),
-])
-def test_variants_without_critic_follow_their_order(order, expected):
-    script = RoleScript(strategy=["1. Add one to the argument.\n2. Return the successor."],
-                        solver=[code("x"), code("x + 1")], reflection=["1. Add one.\n2. Add one again."],
-                        debugger=[code("x + 1")])
-    out = run(script, codetree_critic=False, codetree_width=2, codetree_order=order)
-    assert script.roles == expected and out["stop_reason"] == "accepted"
-    assert "Think of 2 strategies" in script.prompts["strategy"][0]
-    assert out["final_node"] == ("n2" if order == "bfs" else "n3")
+@pytest.mark.parametrize("order", ["bfs", "dfs"])
+def test_variants_write_every_strategy_before_any_reflection(order):
+    """The released BFS/DFS run all strategies' programs first: n2 passes, so no Thinker reflection is asked."""
+    script = RoleScript(strategy=["1. Add one to the argument.\n2. Return the successor.\n3. Use addition."],
+                        solver=[code("x"), code("x + 1")])
+    out = run(script, codetree_critic=False, codetree_order=order)
+    assert script.roles == ["strategy", "solver", "solver"] and out["final_node"] == "n2"
+    assert "Think of 3 strategies" in script.prompts["strategy"][0]  # width 3 by default without the Critic
+    assert out["stop_reason"] == "accepted"
+
+
+# Width 2. The strategies' programs pass 0 (n1) and 1/2 (n2) of the visible tests; n2's reflections give
+# n3 (1/2) and n4 (0). BFS keeps a queue by value: [n2, n1] -> expands n2 -> [n1, n3, n4] -> expands n1.
+# DFS pushes ascending onto a stack: [n1, n2] -> expands n2 -> [n1, n4, n3] -> expands n3, the best child.
+@pytest.mark.parametrize("order, expanded", [("bfs", ["n2", "n1"]), ("dfs", ["n2", "n3"])])
+def test_variants_expand_in_value_order(order, expanded):
+    script = RoleScript(strategy=["1. Add one.\n2. Special-case one."],
+                        solver=[code("x"), code("2 if x == 1 else 0")],
+                        reflection=["1. Keep one.\n2. Return zero."] * 2,
+                        debugger=[code("2 if x == 1 else 0"), code("0"), code("x + 1")])
+    out = run(script, codetree_critic=False, codetree_order=order, codetree_width=2)
+    nodes = out["nodes"]
+    assert [nodes[i]["parent"] for i in ("n3", "n5")] == expanded
+    assert script.roles == ["strategy", "solver", "solver", "reflection", "debugger", "debugger", "reflection",
+                            "debugger"]
+    assert out["final_node"] == "n5" and out["stop_reason"] == "accepted"
+
+
+def test_variants_return_no_program_when_nothing_passes():
+    script = RoleScript(strategy=["1. Return x.\n2. Return zero.\n3. Return one."],
+                        solver=[code("x"), code("0"), code("1")])
+    out = run(script, codetree_critic=False, codetree_max_programs=3)
+    assert out["final_code"] == "" and out["final_node"] is None and out["stop_reason"] == "budget_exhausted"
+    assert "reflection" not in script.roles  # the budget ran out before any expansion: no Thinker call
+
+
+def test_table4_ablations():
+    # w/o verification: a visible pass is accepted without asking the Critic
+    script = RoleScript(strategy=["1. Add one."], solver=[code("x + 1")])
+    assert run(script, codetree_verification=False)["stop_reason"] == "accepted" and script.roles == [
+        "strategy", "solver"]
+    # w/o scoring: a failing node gets no Critic score (value = visible pass fraction)
+    script = RoleScript(strategy=["1. Add one."], solver=[code("x")], reflection=["1. Add one to x."],
+                        debugger=[code("x + 1")], verify=["Right.\nTrue"])
+    out = run(script, codetree_scoring=False)
+    assert "score" not in script.roles and out["nodes"]["n1"]["value"] == 0.0 and out["stop_reason"] == "accepted"
+    # w/o node abort: a child scoring below its parent is refined instead of aborted
+    script = RoleScript(strategy=["1. Add one."], solver=[code("2 if x == 1 else 0")],
+                        score=["Half right.\n3", "Worse.\n0"], reflection=["1. Return zero."] * 2,
+                        debugger=[code("0"), code("x + 1")], verify=["Right.\nTrue"])
+    out = run(script, codetree_abort=False)
+    assert out["nodes"]["n2"]["status"] == "refined" and out["nodes"]["n2"]["decision_reason"].endswith(
+        "(w/o node abort)")
+    assert out["final_node"] == "n3" and out["stop_reason"] == "accepted"
