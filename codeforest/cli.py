@@ -82,6 +82,8 @@ def _parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="summarize a bench results folder and plot pass@1 against tokens")
     rep.add_argument("out", help="a folder written by codeforest bench")
     rep.add_argument("--json", action="store_true")
+    rep.add_argument("--html", action="store_true", help="also write DIR/report.html: tables, curves and every "
+                                                          "search tree, one self-contained page")
     rep.set_defaults(func=cmd_report)
 
     check = sub.add_parser("check", help="run your program on a problem's tests in the sandbox")
@@ -363,6 +365,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     rows, plot_path = report(args.out)
     if not rows:
         raise DatasetError(f"No results in {args.out}")
+    if getattr(args, "html", False):
+        from codeforest.report_html import html_report
+
+        err.print(f"wrote {html_report(args.out)}")
     if args.json:
         print(json.dumps({"rows": rows, "plot": str(plot_path)}))
         return 0

@@ -1,0 +1,84 @@
+"""The HTML report in a real headless Chromium (Debian's chromium + chromium-driver, through selenium)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+
+from codeforest.bench import Bench
+from codeforest.cli import main
+from codeforest.context import Context
+from codeforest.problems import load_dataset
+from codeforest.report_html import COLOURS, layout, node_colour
+from tests.fakes import RespondingChatModel
+from tests.test_native import Universal
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "functions.jsonl")
+
+
+def chromium_driver():
+    """A headless Chromium (tests run as root: no sandbox); skipped without one, failed under CI."""
+    browser, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
+    if not browser or not driver_path:
+        message = "needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = browser
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(driver_path), options=options)
+
+
+@pytest.fixture
+def fixture_run(tmp_path):
+    """A real bench run of direct and codetree on two fixture problems with a scripted model."""
+    tasks = load_dataset(FIXTURES)[:2]
+    bench = Bench(["direct", "codetree"], tasks, tmp_path, context=Context(structured_output=False),
+                  dataset="fixtures", model=RespondingChatModel(respond=Universal(wrong=True)))
+    bench.run()
+    return tmp_path
+
+
+def test_page_loads_without_errors_and_draws_every_tree(fixture_run):
+    assert main(["report", str(fixture_run), "--html"]) == 0
+    page = fixture_run / "report.html"
+    text = page.read_text()
+    assert "http://" not in text and "https://" not in text  # self-contained: nothing is fetched
+    trees = {p.parent.name + "/" + p.name: json.loads(p.read_text()) for p in (fixture_run / "trees").glob("*/*")}
+    driver = chromium_driver()
+    try:
+        driver.get(page.as_uri())
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert errors == []
+        svgs = driver.find_elements("css selector", "svg.tree")
+        assert len(svgs) == len(trees) == 4
+        drawn = sum(len(svg.find_elements("css selector", "circle")) for svg in svgs)
+        assert drawn == sum(len(nodes) for nodes in trees.values())
+        assert len(driver.find_elements("css selector", "g.node.final")) >= 2  # codetree and direct returned one
+        first = driver.find_elements("css selector", "details")[0]
+        driver.execute_script("arguments[0].open = true", first)
+        first.find_elements("css selector", "g.node")[0].click()
+        panel = first.find_element("css selector", ".panel").text
+        assert "public tests" in panel and "Program:" in panel
+        assert driver.find_element("css selector", "img").get_attribute("naturalWidth") != "0"
+    finally:
+        driver.quit()
+
+
+def test_layout_and_colours():
+    nodes = {"n1": {"order": 1, "parent": None}, "n2": {"order": 2, "parent": "n1"},
+             "n3": {"order": 3, "parent": "n1"}, "n4": {"order": 4, "parent": None}}
+    assert layout(nodes) == {"n2": (0, 1), "n3": (1, 1), "n1": (0.5, 0), "n4": (2, 0)}
+    assert node_colour({"code": "x", "execution": {"passed": 2, "total": 2}}) == COLOURS["passed"]
+    assert node_colour({"code": "x", "execution": {"passed": 1, "total": 2}}) == COLOURS["partial"]
+    assert node_colour({"code": "x", "execution": {"passed": 0, "total": 2}}) == COLOURS["failed"]
+    assert node_colour({"text": "a thought"}) == COLOURS["none"]
