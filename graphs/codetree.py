@@ -27,13 +27,15 @@ from codeforest.agents.debugger import REVIEW_MARK
 from codeforest.agents.verifier import verify
 from codeforest.context import VerifierContext
 from codeforest.graphs import kit
-from codeforest.graphs.state import Execution, NodeRecord, SearchState
+from codeforest.graphs.state import Execution, NodeRecord, SearchState, total_cost
 from codeforest.tools.testing import PRM_PASSED
 
 BUDGET_UNIT = "programs"
 PASS_BONUS = 5 / 15
 PASS_THRESHOLD = 0.99  # the released code's "r > 0.99"
 STEPS_PER_PROGRAM = 5  # pick, generate, execute, critique, reflect
+STRATEGY_LIST = 20  # the released strategy.py asks for 20 strategies
+THINK_AGAIN = "\nThink Carefully."  # ... and again, with this after the problem, for the ones missing
 
 
 class CodeTreeContext(VerifierContext):
@@ -45,9 +47,11 @@ class CodeTreeContext(VerifierContext):
     codetree_width: int = Field(default=0, ge=0, description=(
         "Strategies / reflections per node: a cap of 10 with the Critic; exactly 3 in the BFS/DFS variants "
         "(codetree_critic=false, Table 3). 0: that default."))
-    codetree_order: Literal["dfs", "bfs"] = Field(default="dfs", description=(
+    codetree_order: Literal["dfs", "bfs", "list"] = Field(default="dfs", description=(
         "'dfs': last-in first-out, as the released agent_guide; 'bfs': level by level, children of "
-        "higher-valued nodes first (Table 3's CodeTree-BFS)."))
+        "higher-valued nodes first (Table 3's CodeTree-BFS); 'list': Table 2's Strategy List, no Critic and no "
+        "debugging: 20 strategies (asked again with 'Think Carefully.' for any missing), each implemented once "
+        "until one passes the visible tests."))
     codetree_critic: bool = Field(default=True, description=(
         "False: Table 3's CodeTree-BFS/DFS as released: no Critic; every program of an expansion is written "
         "and run at once, the children pushed in value order, the first visible pass wins, and when none "
@@ -147,7 +151,14 @@ def next_in_frontier(frontier: list[str], nodes: dict[str, NodeRecord], order: s
 
 def width(context: CodeTreeContext) -> int:
     """Strategies / reflections per node: the setting, else 10 (a cap) with the Critic and 3 without."""
+    if context.codetree_order == "list":
+        return context.codetree_width or STRATEGY_LIST
     return context.codetree_width or (10 if context.codetree_critic else 3)
+
+
+def variant(context: CodeTreeContext) -> bool:
+    """True for the searches without the Critic: Table 3's BFS/DFS and Strategy List."""
+    return not context.codetree_critic or context.codetree_order == "list"
 
 
 def push_batch(frontier: list[str], batch: list[str], nodes: dict[str, NodeRecord], order: str,
@@ -175,14 +186,19 @@ def spent(state: CodeTreeState, context: CodeTreeContext) -> bool:
 def think(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: BaseChatModel | None = None) -> dict:
     """The Thinker's strategies become the depth-1 nodes."""
     context = kit.settings(runtime, CONTEXT)
-    fixed = None if context.codetree_critic else width(context)
-    ideas = thinker.strategies(kit.chat_model(context, model), kit.prompt(context, "thinker"), state["problem"],
-                               width=width(context), fixed=fixed)
+    fixed = width(context) if variant(context) else None
+    llm, prompt = kit.chat_model(context, model), kit.prompt(context, "thinker")
+    ideas = thinker.strategies(llm, prompt, state["problem"], width=width(context), fixed=fixed)
+    if context.codetree_order == "list" and len(ideas.value) < width(context):
+        missing = width(context) - len(ideas.value)
+        careful = {**state["problem"], "prompt": state["problem"]["prompt"] + THINK_AGAIN}
+        again = thinker.strategies(llm, prompt, careful, width=missing, fixed=missing)
+        ideas.value, ideas.cost = ideas.value + again.value, total_cost([ideas.cost, again.cost])
     nodes: dict[str, NodeRecord] = {}
     for i, strategy in enumerate(ideas.value or [""]):  # nothing readable: one node solved without a hint
         node = kit.new_node(i + 1, parent=None, kind="code", text=strategy, strategy=strategy, value=0.0)
         nodes[node["id"]] = node
-    if not context.codetree_critic:  # the variants write and run every strategy's program first
+    if variant(context):  # the variants write and run every strategy's program first
         return {"nodes": nodes, "pending": list(nodes), "batch": list(nodes), "cost": ideas.cost}
     return {"nodes": nodes, "frontier": _pushed([], list(nodes), context), "cost": ideas.cost}
 
@@ -194,7 +210,7 @@ def pick(state: CodeTreeState, runtime: Runtime[CodeTreeContext]) -> dict:
         return {"current": None, "stop": "budget_exhausted"}
     if kit.steps_left(state) < 4:  # generate, execute, critique, finalize
         return {"current": None, "stop": kit.STEP_LIMIT}
-    if not context.codetree_critic:
+    if variant(context):
         return pick_variant(state, context)
     nodes = state["nodes"]
     queue = next_in_frontier(state["frontier"], nodes, context.codetree_order)
@@ -252,7 +268,7 @@ def critique(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: Bas
     ratio, depth, max_depth = visible_ratio(node["execution"]), node["depth"], context.codetree_max_depth
     value, feedback, cost, record = ratio, node["feedback"], {}, {}
     last_failing = state.get("last_failing")
-    if not context.codetree_critic:
+    if variant(context):
         decision, reason = ("accept", "passes the visible tests") if ratio > PASS_THRESHOLD else ("next", "fails")
     elif ratio > PASS_THRESHOLD and not context.codetree_verification:
         decision, reason, value = "accept", "passes the visible tests (w/o verification)", value + PASS_BONUS
@@ -287,8 +303,9 @@ def critique(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: Bas
     if decision == "accept":
         update["accepted"] = node["id"]
     elif decision == "next":
-        if not state["pending"]:  # the expansion's last program: its children join the frontier by value
+        if not state["pending"] and context.codetree_order != "list":  # the expansion's last program: its
             nodes = {**state["nodes"], node["id"]: {**node, "value": value}}
+            # children join the frontier by value (Strategy List never debugs)
             update["frontier"] = push_batch(state["frontier"], state["batch"], nodes, context.codetree_order,
                                             first=node["depth"] == 1)
         if kit.steps_left(state) < 5:  # pick, (reflect, pick,) generate, execute, critique, finalize
@@ -340,7 +357,7 @@ def reflect(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: Base
     """The Thinker's reflections on the current node become its children."""
     context = kit.settings(runtime, CONTEXT)
     node = state["nodes"][state["expanding"] or state["current"]]
-    fixed = None if context.codetree_critic else width(context)
+    fixed = width(context) if variant(context) else None
     ideas = thinker.reflections(kit.chat_model(context, model), kit.prompt(context, "thinker"), state["problem"],
                                 strategy=node["strategy"], code=node["code"], feedback=node["feedback"],
                                 width=width(context), fixed=fixed)
@@ -350,7 +367,7 @@ def reflect(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: Base
         child = kit.new_node(base + i, parent=node, kind="code", text=reflection, strategy=node["strategy"],
                              value=0.0)
         children[child["id"]] = child
-    if not context.codetree_critic:
+    if variant(context):
         return {"nodes": children, "pending": list(children), "batch": list(children), "expanding": None,
                 "cost": ideas.cost}
     return {"nodes": children, "frontier": _pushed(state["frontier"], list(children), context), "cost": ideas.cost}
@@ -362,7 +379,7 @@ def finalize(state: CodeTreeState, runtime: Runtime[CodeTreeContext]) -> dict:
     if state.get("accepted"):
         return kit.finish_node(state, state["accepted"], "accepted")
     reason = "budget_exhausted" if spent(state, context) else state.get("stop") or "tree_exhausted"
-    if not context.codetree_critic:  # the released variants count the problem as failed: no program
+    if variant(context):  # the released variants count the problem as failed: no program
         return kit.finish(state, None, "", None, reason)
     chosen = choose_final(state["nodes"], context.codetree_final, state.get("last_failing"))
     return kit.finish_node(state, chosen, reason)

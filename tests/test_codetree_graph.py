@@ -175,3 +175,18 @@ def test_table4_ablations():
     assert out["nodes"]["n2"]["status"] == "refined" and out["nodes"]["n2"]["decision_reason"].endswith(
         "(w/o node abort)")
     assert out["final_node"] == "n3" and out["stop_reason"] == "accepted"
+
+
+def test_strategy_list_asks_again_for_missing_strategies_and_never_debugs():
+    script = RoleScript(strategy=["1. Return x.\n2. Return zero.", "1. Add one to x.\n2. Return x plus one."],
+                        solver=[code("x"), code("0"), code("x + 1")])
+    out = run(script, codetree_order="list", codetree_width=4)
+    assert script.roles == ["strategy", "strategy", "solver", "solver", "solver"]
+    assert "Think of 4 strategies" in script.prompts["strategy"][0]
+    assert "Think Carefully." in script.prompts["strategy"][1]
+    assert "Think of 2 strategies" in script.prompts["strategy"][1]
+    assert out["final_node"] == "n3" and out["stop_reason"] == "accepted"
+    none_pass = RoleScript(strategy=["1. Return x.\n2. Return zero."], solver=[code("x"), code("0")])
+    out = run(none_pass, codetree_order="list", codetree_width=2)
+    assert none_pass.roles == ["strategy", "solver", "solver"] and out["final_code"] == ""
+    assert out["stop_reason"] == "tree_exhausted"
