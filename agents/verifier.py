@@ -53,17 +53,16 @@ def score_thoughts(model: BaseChatModel, prompt: Prompt, problem: str, thoughts:
         user = prompt.render("thoughts", state=state)
     else:
         user = prompt.render("execution", state=state, code=code, feedback=feedback or "")
-    if structured:
-        user = f"{user}\n{prompt.render('structured')}"
-    schema = {"title": "StepScores", "description": "One correctness score in [0, 1] per thought, in order.",
-              "type": "object", "properties": {"scores": {"type": "array", "items": {"type": "number"},
-                                                          "minItems": len(thoughts), "maxItems": len(thoughts)}},
-              "required": ["scores"], "additionalProperties": False}
+    keys = [f"{i}-Thought" for i in range(1, len(thoughts) + 1)]
+    # the prompt's own format, a dict of "i-Thought" scores, is the schema: prompt and decoder agree
+    schema = {"title": "StepScores", "description": "One correctness score in [0, 1] per thought.",
+              "type": "object", "properties": {k: {"type": "number"} for k in keys}, "required": keys,
+              "additionalProperties": False}
     parsed, raw, cost = structured_call(model, messages(prompt.render("system"), user), schema, enabled=structured)
     scores = None
-    if parsed and isinstance(parsed.get("scores"), list) and len(parsed["scores"]) >= len(thoughts) > 0:
+    if parsed and all(k in parsed for k in keys):
         try:
-            scores = [min(1.0, max(0.0, float(s))) for s in parsed["scores"][:len(thoughts)]]
+            scores = [min(1.0, max(0.0, float(parsed[k]))) for k in keys]
         except (TypeError, ValueError):
             scores = None
     if scores is None:

@@ -238,3 +238,23 @@ def test_rethink_mcts_with_verifier_evaluation_and_localisation():
     assert nodes["n2"]["rethinks"] == 1 and nodes["n2"]["text"] == "Use B."
     assert nodes["n2"]["v_llm"] == pytest.approx(0.8) and nodes["n2"]["reward"] == pytest.approx(0.8 + 0.2 * 0.8)
     assert out["final_node"] == "n2" and out["final_code"].endswith("x + 1")
+
+
+def test_structured_verifier_decodes_the_prompts_own_format():
+    """With JSON-schema decoding, the schema is the prompt's "i-Thought" dict: no second format instruction."""
+    from langchain_openai import ChatOpenAI
+
+    from tests.fake_openai import FakeOpenAI
+
+    api = FakeOpenAI(['{"1-Thought": 0.2, "2-Thought": 0.9}'])
+    try:
+        model = ChatOpenAI(base_url=api.url, api_key="not-needed", model="fake", max_retries=0)
+        reply = LLMVerifier(model, load_prompt("verifier"), structured=True).judge("Q", ["a", "b"], "c", "f")
+    finally:
+        api.close()
+    assert reply.value == [0.2, 0.9] and reply.parsed
+    body = api.requests[0]
+    schema = body["response_format"]["json_schema"]["schema"]
+    assert schema["required"] == ["1-Thought", "2-Thought"] and set(schema["properties"]) == {"1-Thought", "2-Thought"}
+    prompt = body["messages"][-1]["content"]
+    assert "`i-Thought`" in prompt and "Answer with a JSON object" not in prompt
