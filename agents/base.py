@@ -27,6 +27,9 @@ from codeforest.tools.models import describe_model_failure, is_model_failure
 T = TypeVar("T")
 _SPENT: ContextVar[list[dict] | None] = ContextVar("codeforest_spent", default=None)
 _LEFT: ContextVar[int | None] = ContextVar("codeforest_tokens_left", default=None)
+_WINDOW: ContextVar[int | None] = ContextVar("codeforest_window", default=None)
+CODE_TOKENS, TEXT_TOKENS = 4096, 2048  # the released CodeTree code's output limits: programs, everything else
+MIN_OUTPUT_TOKENS = 256
 
 
 class ModelFault(RuntimeError):
@@ -42,16 +45,40 @@ class BudgetSpent(ModelFault):
 
 
 @contextlib.contextmanager
-def counting_calls(tokens_left: int | None = None) -> Iterator[list[dict]]:
+def counting_calls(tokens_left: int | None = None, window: int | None = None) -> Iterator[list[dict]]:
     """Record the cost of every model call made inside (so a failure does not lose what was spent); with
-    ``tokens_left``, a call that would start once that many tokens are spent here raises ``BudgetSpent``."""
+    ``tokens_left``, a call that would start once that many tokens are spent here raises ``BudgetSpent``.
+
+    ``window`` turns on the per-role output limits (4096 tokens for a program, 2048 otherwise): 0 when the
+    model's context is unknown, else the context one request has (the prompt is left room in it).
+    """
     ledger: list[dict] = []
-    token, left = _SPENT.set(ledger), _LEFT.set(tokens_left)
+    token, left, limits = _SPENT.set(ledger), _LEFT.set(tokens_left), _WINDOW.set(window)
     try:
         yield ledger
     finally:
         _SPENT.reset(token)
         _LEFT.reset(left)
+        _WINDOW.reset(limits)
+
+
+def output_limit(msgs: list[BaseMessage], role: str, window: int) -> int:
+    """The output tokens of a call: the role's limit, within what the context leaves after the prompt."""
+    limit = CODE_TOKENS if role == "code" else TEXT_TOKENS
+    if window <= 0:
+        return limit
+    prompt = sum(len(str(m.content)) for m in msgs) // 3 + 64  # about 3 characters a token, and the template
+    return max(MIN_OUTPUT_TOKENS, min(limit, window - prompt))
+
+
+def _limited(model, msgs: list[BaseMessage], role: str):
+    window = _WINDOW.get()
+    if window is None:
+        return model
+    limit = output_limit(msgs, role, window)
+    if isinstance(model, BaseChatModel) and "max_tokens" in type(model).model_fields:
+        return model.model_copy(update={"max_tokens": limit})  # survives with_structured_output
+    return model.bind(max_tokens=limit)
 
 
 def _check_budget() -> None:
@@ -128,9 +155,11 @@ def messages(system: str, user: str) -> list[BaseMessage]:
     return [SystemMessage(system), HumanMessage(user)]
 
 
-def call_model(model: BaseChatModel, msgs: list[BaseMessage]) -> tuple[str, dict]:
-    """Invoke the model once; return its text and the cost of the call (``ModelFault`` when it fails)."""
-    reply = _invoke(model, msgs, model)
+def call_model(model: BaseChatModel, msgs: list[BaseMessage], role: str = "text") -> tuple[str, dict]:
+    """Invoke the model once; return its text and the cost of the call (``ModelFault`` when it fails).
+
+    ``role`` 'code' (a program) or 'text' picks the output limit when per-role limits are on."""
+    reply = _invoke(_limited(model, msgs, role), msgs, model)
     return reply_text(reply), _record(usage_cost(reply))
 
 
@@ -161,7 +190,8 @@ def structured_call(model: BaseChatModel, msgs: list[BaseMessage], schema: dict,
     """
     if enabled:
         try:
-            runnable = model.with_structured_output(schema, method="json_schema", include_raw=True)
+            runnable = _limited(model, msgs, "text").with_structured_output(schema, method="json_schema",
+                                                                            include_raw=True)
         except (NotImplementedError, ValueError, TypeError):
             runnable = None
         if runnable is not None:

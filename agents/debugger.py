@@ -25,7 +25,7 @@ def repair(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code: str,
         AIMessage(prompt.render("reflection", reflection=reflection)),
         HumanMessage(prompt.render("improve")),
     ]
-    raw, cost = call_model(model, msgs)
+    raw, cost = call_model(model, msgs, role="code")
     return program_reply(problem, raw, cost)
 
 
@@ -43,5 +43,5 @@ def repair_from_reflection(model: BaseChatModel, prompt: Prompt, problem: Proble
     ]
     if prompt.has(f"system.{kind}"):
         msgs.insert(0, SystemMessage(prompt.render(f"system.{kind}")))
-    raw, cost = call_model(model, msgs)
+    raw, cost = call_model(model, msgs, role="code")
     return program_reply(problem, raw, cost)

@@ -28,7 +28,7 @@ def write_code(model: BaseChatModel, prompt: Prompt, problem: Problem, hint: str
         msgs = messages(prompt.render(f"system.{kind}"), user)
     else:  # a prompt without a system message (BESTER's)
         msgs = [HumanMessage(user)]
-    raw, cost = call_model(model, msgs)
+    raw, cost = call_model(model, msgs, role="code")
     return program_reply(problem, raw, cost)
 
 

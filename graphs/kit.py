@@ -326,7 +326,8 @@ def with_context(fn: Callable, cls: type[Context]) -> Callable:
 
 def _counted(fn: Callable) -> Callable:
     def node(state, **injected):  # LangGraph injects what ``fn`` declares (runtime ...)
-        with counting_calls(tokens_left(state, injected.get("runtime"))):
+        runtime = injected.get("runtime")
+        with counting_calls(tokens_left(state, runtime), output_window(runtime)):
             return fn(state, **injected)
 
     node.__signature__ = inspect.signature(fn)
@@ -343,6 +344,16 @@ def tokens_left(state: dict, runtime: Runtime | None) -> int | None:
     cost = state.get("cost") or {}
     spent = cost.get("prompt_tokens", 0) + cost.get("completion_tokens", 0) + state.get("tokens_before", 0)
     return budget - spent
+
+
+def output_window(runtime: Runtime | None) -> int | None:
+    """The context one request has when per-role output limits apply (``max_tokens`` 0): the embedded
+    server's window per slot, or 0 for an endpoint (unknown); ``None`` when ``max_tokens`` is set."""
+    raw = getattr(runtime, "context", None)
+    context = raw if isinstance(raw, Context) else settings(runtime, Context)  # its own class knows its slots
+    if context.max_tokens:
+        return None
+    return 0 if context.base_url else context.n_ctx // max(1, context.slots_needed())
 
 
 def _model_fault(state: dict, error: NodeError, goto: str) -> Command:

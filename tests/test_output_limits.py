@@ -1,0 +1,40 @@
+"""Per-role output limits (the released CodeTree values) within the model's context."""
+
+from __future__ import annotations
+
+from langchain_core.messages import HumanMessage
+
+from codeforest.agents.base import output_limit
+from codeforest.prompts import load_prompt
+from codeforest.registry import build_graph, context_for
+from tests.fakes import RespondingChatModel
+from tests.test_native import INC, Universal
+
+
+def limits_seen(graph: str, **settings) -> list:
+    model = RespondingChatModel(respond=lambda m, **kw: Universal().reply("\n".join(str(x.content) for x in m)),
+                                pass_kwargs=True)
+    build_graph(graph, model=model).invoke({"problem": INC}, context=context_for(graph, structured_output=False,
+                                                                                 **settings))
+    return [kw.get("max_tokens") for kw in model.call_kwargs]
+
+
+def test_programs_get_4096_tokens_and_everything_else_2048():
+    assert limits_seen("direct") == [4096]
+    seen = limits_seen("codetree", codetree_max_programs=1)  # strategies, a program, the Critic's verdict
+    assert seen == [2048, 4096, 2048]
+
+
+def test_a_set_max_tokens_applies_to_every_call_instead():
+    assert limits_seen("codetree", codetree_max_programs=1, max_tokens=300) == [None, None, None]
+
+
+def test_the_embedded_servers_context_per_slot_bounds_the_limit():
+    prompt = [HumanMessage("x" * 3000)]  # about 1000 tokens
+    assert output_limit(prompt, "code", 0) == 4096  # an endpoint: its context is unknown
+    assert output_limit(prompt, "code", 8192) == 4096
+    assert output_limit(prompt, "code", 4096) == 4096 - 1000 - 64
+    assert output_limit(prompt, "text", 1024) == 256  # never below the floor
+    solver = load_prompt("solver")
+    shown = len(solver.render("system.function")) + len(solver.render("user", problem=INC["prompt"]))
+    assert limits_seen("direct", n_ctx=2048, server_slots=2) == [1024 - shown // 3 - 64]  # 2 slots of 1024
