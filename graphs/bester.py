@@ -17,8 +17,10 @@ cover the case), and is reported unverified.
 
 from __future__ import annotations
 
+import difflib
 import math
 import random
+import re
 from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -34,7 +36,7 @@ from codeforest.graphs.state import Execution, NodeRecord, SearchState
 from codeforest.tools.testing import failures_text
 
 BUDGET_UNIT = "llm_calls"
-SELECTIONS = ("most_tests", "random")
+SELECTIONS = ("most_tests", "random", "code", "min_diff", "max_diff")
 
 
 class BesterContext(Context):
@@ -50,9 +52,12 @@ class BesterContext(Context):
         "calls, the paper's count; the SPEC's reading). 'literal': Algorithm 1 as printed, N iterations of "
         "generate -> select -> reflect, so N-1 repair rounds (its last reflections are never used and not "
         "requested: 11 calls)."))
-    bester_selection: Literal["most_tests", "random"] = Field(default="most_tests", description=(
-        "Which repair a round keeps: 'most_tests' passed (the paper; ties: earliest) or 'random' (Table 5's "
-        "ablation; seeded by the problem id and round)."))
+    bester_selection: Literal["most_tests", "random", "code", "min_diff", "max_diff"] = Field(
+        default="most_tests", description=(
+            "Which repair a round keeps: 'most_tests' passed (the paper; ties: earliest), or Table 5's "
+            "ablations: 'random' (seeded by the problem id and round), 'code' (the first repair whose "
+            "reflection shows code), 'min_diff' / 'max_diff' (the fewest / most changed lines against the "
+            "program reflected on; ties: earliest)."))
     bester_final: Literal["auto", "best", "last_round"] = Field(default="auto", description=(
         "Program returned when none passes every public test: 'best' of the programs the rounds kept (ties: "
         "earliest) or 'last_round' (the paper's pseudocode: the last round's choice). 'auto': 'best', except "
@@ -114,14 +119,33 @@ def rank(node: NodeRecord) -> tuple:
     return (-node.get("execution", {}).get("passed", 0), node["order"])
 
 
-def choose(candidates: list[NodeRecord], rule: str, problem_id: str, round_: int) -> NodeRecord:
-    """The round's chosen program: the most tests passed (ties: earliest), or one at random (seeded)."""
+def choose(candidates: list[NodeRecord], rule: str, problem_id: str, round_: int,
+           reflected: str = "") -> NodeRecord:
+    """The round's chosen program: the most tests passed (ties: earliest), or one of Table 5's rules (the
+    ``reflected`` program is the one the round's repairs start from)."""
     if rule not in SELECTIONS:
         raise ValueError(f"bester_selection must be one of {', '.join(SELECTIONS)}, not {rule!r}")
     ordered = sorted(candidates, key=lambda n: n["order"])
     if rule == "random":
         return random.Random(f"{problem_id}:{round_}").choice(ordered)
+    if rule == "code":  # the paper does not say what to keep when no reflection shows code: the first repair
+        return next((n for n in ordered if shows_code(n.get("text", ""))), ordered[0])
+    if rule in ("min_diff", "max_diff"):
+        sign = 1 if rule == "min_diff" else -1
+        return min(ordered, key=lambda n: sign * changed_lines(reflected, n.get("code", "")))
     return min(ordered, key=rank)
+
+
+def shows_code(text: str) -> bool:
+    """A reflection containing a code snippet: a fenced block, inline code, or a Python-looking line."""
+    return "```" in text or re.search(r"`[^`\n]+`", text) is not None or \
+        re.search(r"^\s*(def |return |for |while |if .*:|[A-Za-z_]\w* = )", text, re.M) is not None
+
+
+def changed_lines(before: str, after: str) -> int:
+    """Lines added or removed between two programs (a unified diff's +/- lines)."""
+    diff = difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+    return sum(1 for line in diff if line[:1] in "+-" and not line.startswith(("+++", "---")))
 
 
 def waiting(nodes: dict[str, NodeRecord], parent: str, batch: int) -> tuple[str, list[str]]:
@@ -152,7 +176,8 @@ def select(state: BesterState, runtime: Runtime[BesterContext]) -> dict:
     context = kit.settings(runtime, CONTEXT)
     nodes = state["nodes"]
     candidates = [n for n in nodes.values() if n.get("parent") == state["selected"] and "execution" in n]
-    chosen = choose(candidates, context.bester_selection, state["problem"]["id"], state["round"])
+    chosen = choose(candidates, context.bester_selection, state["problem"]["id"], state["round"],
+                    nodes.get(state["selected"] or "", {}).get("code", ""))
     best = nodes.get(state["best"] or "")
     if best is None or rank(chosen) < rank(best):
         best = chosen

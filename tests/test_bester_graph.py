@@ -138,6 +138,21 @@ def test_choose_rules():
         choose(nodes, "fewest_tests", "P", 1)
 
 
+def test_table5_selection_rules():
+    before = "def inc(x):\n    y = x\n    return y"
+    repairs = [{"id": "a", "order": 1, "text": "The loop is wrong.",
+                "code": "def inc(x):\n    y = x\n    return y + 1"},
+               {"id": "b", "order": 2, "text": "Use `y + 1` instead.", "code": "def inc(x):\n    return x + 1"},
+               {"id": "c", "order": 3, "text": "It forgets one.\n    return x + 1", "code": before}]
+    for node in repairs:
+        node["execution"] = {"passed": 0, "total": 1}
+    assert choose(repairs, "code", "P", 1, before)["id"] == "b"  # the first reflection showing code
+    # changed lines against the program reflected on: a 2 (one out, one in), b 3 (two out, one in), c 0
+    assert choose(repairs, "min_diff", "P", 1, before)["id"] == "c"
+    assert choose(repairs, "max_diff", "P", 1, before)["id"] == "b"
+    assert choose(repairs[:1], "code", "P", 1, before)["id"] == "a"  # no reflection shows code: the first
+
+
 def test_budget_in_calls():
     assert graph_budget("bester", BesterContext()) == {"unit": "llm_calls", "limit": 21}
     assert graph_budget("bester", BesterContext(bester_loop="literal"))["limit"] == 11
