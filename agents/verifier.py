@@ -26,6 +26,11 @@ def numbered(thoughts: list[str]) -> str:
     return "".join(f"\n{i}-Thought: {t.strip()}" for i, t in enumerate(thoughts, 1))
 
 
+def thoughts_state(problem: str, thoughts: list[str]) -> str:
+    """The problem and its numbered thoughts under "Thoughts:", as the released MCTS refine prompt shows them."""
+    return f"{problem}\nThoughts:\n{numbered(thoughts)}"
+
+
 def parse_scores(text: str, count: int) -> list[float] | None:
     """The released code's reading: the JSON dict's values in order, else every second number; clamped to [0, 1].
 

@@ -8,7 +8,6 @@ import signal
 import sys
 import textwrap
 import threading
-from itertools import zip_longest
 
 from rich.console import Console
 from rich.markup import escape
@@ -498,6 +497,7 @@ def cmd_collect_prm(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from codeforest.bench import select_tasks
+    from codeforest.kb import interleave
     from codeforest.prm_data import collect, label_distribution
 
     if not args.out:
@@ -518,7 +518,6 @@ def cmd_collect_prm(args: argparse.Namespace) -> int:
                                  args.problems else None, limit=args.limit, sample=args.sample, seed=args.seed)
             label = Path(name).stem if name.endswith((".jsonl", ".json")) else name
             per_dataset.append([(label, t) for t in tasks])
-        interleaved = [pair for group in zip_longest(*per_dataset) for pair in group if pair is not None]
         with Progress(TextColumn("collect-prm"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err) as bar:
             task = bar.add_task("collect", total=None)
@@ -529,7 +528,7 @@ def cmd_collect_prm(args: argparse.Namespace) -> int:
                           f"{problem['codes']} programs, mean label {problem['mean_label']}, {problem['tokens']:,} "
                           f"tokens, {problem['wall_s']:.0f} s  [{i}/{total}]")
 
-            added = collect(interleaved, args.out, context, label=args.label, on_problem=on_problem)
+            added = collect(interleave(per_dataset), args.out, context, label=args.label, on_problem=on_problem)
         err.print(f"added {added} problems to {args.out}")
     print(json.dumps(label_distribution(args.out), indent=2))
     return 0

@@ -34,10 +34,14 @@ def default_kb_path() -> Path:
     return cache_dir() / "kb" / "default"
 
 
+def interleave(groups: list[list]) -> list:
+    """The items of several lists taken one from each in turn (a partial run then covers all of them)."""
+    return [item for row in itertools.zip_longest(*groups) for item in row if item is not None]
+
+
 def interleaved(datasets: list[str], data_dir: str | None = None) -> list[dict]:
     """The source problems, one from each dataset in turn: ``{"id", "source", "prompt", "solution"}``."""
-    per_source = [[{**p, "source": name} for p in reference_solutions(name, data_dir)] for name in datasets]
-    return [p for group in itertools.zip_longest(*per_source) for p in group if p is not None]
+    return interleave([[{**p, "source": name} for p in reference_solutions(name, data_dir)] for name in datasets])
 
 
 def read_steps(path: str | Path) -> list[dict]:

@@ -24,7 +24,6 @@ from pathlib import Path
 from codeforest.api import solve
 from codeforest.context import Context
 from codeforest.graphs import search
-from codeforest.graphs.gvr import path_thoughts
 from codeforest.jsonl import append_records, read_records
 from codeforest.problems import Task
 from codeforest.registry import context_for
@@ -68,7 +67,7 @@ def samples(task: Task, nodes: dict, labels: dict[str, float], dataset: str) -> 
         if not node.get("code") or node_id not in labels:
             continue
         path = [i for i in search.path_to(nodes, node_id) if i in labels and nodes[i].get("text", "").strip()]
-        thoughts = path_thoughts(nodes, path)
+        thoughts = search.thoughts_on(nodes, path)
         if not thoughts:
             continue
         feedback = node.get("feedback", "")

@@ -26,7 +26,7 @@ from codeforest.agents.base import Reply
 from codeforest.agents.debugger import REVIEW_MARK
 from codeforest.agents.verifier import verify
 from codeforest.context import VerifierContext
-from codeforest.graphs import kit
+from codeforest.graphs import kit, search
 from codeforest.graphs.state import Execution, NodeRecord, SearchState, total_cost
 from codeforest.tools.testing import PRM_PASSED
 
@@ -317,13 +317,7 @@ def critique(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: Bas
 
 def chain(nodes: dict[str, NodeRecord], node: NodeRecord) -> list[str]:
     """A node's strategy and the reflections below it, from the top: the thoughts the Verifier scores."""
-    texts = []
-    current: NodeRecord | None = node
-    while current is not None:
-        if current.get("text", "").strip():
-            texts.append(current["text"])
-        current = nodes.get(current.get("parent") or "")
-    return texts[::-1]
+    return search.thoughts_on(nodes, search.path_to(nodes, node["id"]))
 
 
 def judge_pass(state: CodeTreeState, context: CodeTreeContext, llm: BaseChatModel, node: NodeRecord) -> Reply:

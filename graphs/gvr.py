@@ -31,7 +31,7 @@ from langgraph.types import Overwrite
 from pydantic import Field
 
 from codeforest.agents import rethink, solver, thinker
-from codeforest.agents.verifier import numbered, verify
+from codeforest.agents.verifier import thoughts_state, verify
 from codeforest.context import VerifierContext
 from codeforest.graphs import kit, search
 from codeforest.graphs.state import NodeRecord, SearchState, total_cost
@@ -97,11 +97,6 @@ def recursion_limit(context: GvrContext) -> int:
 
 # --- decision rules (pure) --------------------------------------------------------------------------
 
-def path_thoughts(nodes: dict, path: list[str]) -> list[str]:
-    """The thoughts along a path (the root has none; empty fallback thoughts are left out, as released)."""
-    return [nodes[i]["text"] for i in path if i != ROOT and nodes[i].get("text", "").strip()]
-
-
 def thought_lines(thoughts: list[str]) -> str:
     """The thoughts as the Thinker and Solver see them: ``\\nThought: ...`` each (the released state)."""
     return "".join(f"\nThought: {t.strip()}" for t in thoughts)
@@ -124,8 +119,7 @@ def needs_prm_score(has_tests: bool, pass_rate: float, context: GvrContext) -> b
 
 def may_refine(node: NodeRecord, refines: int, context: GvrContext) -> bool:
     """Failing code is verified and refined while the rollout has refinements left."""
-    execution = node.get("execution", {})
-    return bool(execution.get("total")) and execution["pass_rate"] < 1.0 and refines < context.gvr_max_refines
+    return kit.fails_public(node.get("execution")) and refines < context.gvr_max_refines
 
 
 def best_program(programs: list[dict]) -> dict | None:
@@ -146,7 +140,7 @@ def expand_children(state: dict, context: GvrContext, model: BaseChatModel, pare
     each), and "skip one thought step" (prior 1.0) for all when any of those cannot be read.
     """
     nodes, problem = state["nodes"], state["problem"]
-    previous = thought_lines(path_thoughts(nodes, search.path_to(nodes, parent_id)))
+    previous = thought_lines(search.thoughts_on(nodes, search.path_to(nodes, parent_id)))
     code, feedback = (failing["code"], failing["feedback"]) if failing else (None, None)
     prompt = kit.prompt(context, "thinker_gvr")
     ideas = thinker.thoughts(model, prompt, problem, previous=previous, width=context.gvr_width, code=code,
@@ -192,7 +186,7 @@ def simulate(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel
     context = kit.settings(runtime, CONTEXT)
     llm = kit.chat_model(context, model)
     nodes, problem, leaf = state["nodes"], state["problem"], state["path"][-1]
-    thoughts = path_thoughts(nodes, state["path"])
+    thoughts = search.thoughts_on(nodes, state["path"])
     reply = solver.write_code(llm, kit.prompt(context, "solver_gvr"), problem, thoughts=thought_lines(thoughts))
     costs = [{**reply.cost, "programs": 1, "sandbox_runs": 1}]
     result, record = kit.run_program(problem, reply.value, context, leaf, feedback=prm_feedback)
@@ -213,7 +207,7 @@ def verify_node(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatMo
     """The Verifier scores every thought on the path of the failing code; flag the ones to refine."""
     context = kit.settings(runtime, CONTEXT)
     nodes, leaf = state["nodes"], state["path"][-1]
-    ids = [i for i in state["path"] if i != ROOT and nodes[i].get("text", "").strip()]
+    ids = search.thought_ids(nodes, state["path"])
     node = nodes[leaf]
     scored = verify(kit.verifier(context, kit.chat_model(context, model)), state["problem"]["prompt"],
                     [nodes[i]["text"] for i in ids], node["code"], node["feedback"])
@@ -228,8 +222,8 @@ def refine(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel |
     context = kit.settings(runtime, CONTEXT)
     llm, prompt = kit.chat_model(context, model), kit.prompt(context, "rethink_gvr")
     nodes, node = state["nodes"], state["nodes"][state["path"][-1]]
-    ids = [i for i in state["path"] if i != ROOT and nodes[i].get("text", "").strip()]
-    shown = f"{state['problem']['prompt']}\nThoughts:\n{numbered([nodes[i]['text'] for i in ids])}"
+    ids = search.thought_ids(nodes, state["path"])
+    shown = thoughts_state(state["problem"]["prompt"], [nodes[i]["text"] for i in ids])
     updates, costs = {}, []
     for thought_id in state["flagged"]:
         reply = rethink.refine(llm, prompt, state=shown, code=node["code"], feedback=node["feedback"],
@@ -246,8 +240,7 @@ def expand(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel |
     """Expand the leaf; after failing code its thoughts see the code and the failing tests."""
     context = kit.settings(runtime, CONTEXT)
     node = state["nodes"][state["path"][-1]]
-    execution = node.get("execution", {})
-    failing = node if execution.get("total") and execution["pass_rate"] < 1.0 else None
+    failing = node if kit.fails_public(node.get("execution")) else None
     return expand_children(state, context, kit.chat_model(context, model), node["id"], failing)
 
 

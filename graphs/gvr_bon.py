@@ -30,7 +30,7 @@ from codeforest.agents.verifier import numbered, verify
 from codeforest.context import VerifierContext
 from codeforest.graphs import kit, search
 from codeforest.graphs.gvr import best_program
-from codeforest.graphs.state import NodeRecord, SearchState, total_cost
+from codeforest.graphs.state import SearchState, total_cost
 from codeforest.tools.testing import prm_feedback
 
 BUDGET_UNIT = "chains"
@@ -99,12 +99,6 @@ def chain_value(pass_rate: float, has_tests: bool, prm_score: float | None, rewa
     return pass_rate
 
 
-def failing(node: NodeRecord) -> bool:
-    """The chain's code fails a public test (a problem without public tests has nothing to fail)."""
-    execution = node.get("execution", {})
-    return bool(execution.get("total")) and execution["pass_rate"] < 1.0
-
-
 # --- nodes --------------------------------------------------------------------------------------------
 
 def think(state: GvrBonState, runtime: Runtime[GvrBonContext], model: BaseChatModel | None = None) -> dict:
@@ -165,7 +159,7 @@ def evaluate(state: GvrBonState, runtime: Runtime[GvrBonContext], model: BaseCha
         programs.append({"node": last, "code": node["code"], "value": record["value"], "pass_rate": pass_rate,
                          "execution": execution, "refined": state["rounds"] > 0})
     update = {"nodes": updates, "programs": programs, "pending": [], "cost": total_cost(costs)}
-    fails = any(failing({**nodes[c], **updates.get(c, {})}) for c in state["chains"])
+    fails = any(kit.fails_public(nodes[c].get("execution")) for c in state["chains"])
     if fails and state["rounds"] < context.gvr_bon_max_refines and kit.steps_left(state) < 5:
         update["stop"] = kit.STEP_LIMIT  # no room for verify, refine, write_code, evaluate, finalize
     return update
@@ -176,7 +170,7 @@ def verify_chains(state: GvrBonState, runtime: Runtime[GvrBonContext], model: Ba
     context = kit.settings(runtime, CONTEXT)
     nodes, scorer = state["nodes"], kit.verifier(context, kit.chat_model(context, model))
     flagged, updates, costs = {}, {}, []
-    for last in (c for c in state["chains"] if failing(nodes[c])):
+    for last in (c for c in state["chains"] if kit.fails_public(nodes[c].get("execution"))):
         ids = chain_ids(nodes, last)
         scores = nodes[last].get("prm_scores")
         if not scores:
@@ -236,7 +230,7 @@ def after_think(state: GvrBonState, runtime: Runtime[GvrBonContext]) -> str:
 def after_evaluate(state: GvrBonState, runtime: Runtime[GvrBonContext]) -> str:
     """Verify while some chain fails and refinement rounds are left; else finalize."""
     context = kit.settings(runtime, CONTEXT)
-    some_fail = any(failing(state["nodes"][c]) for c in state["chains"])
+    some_fail = any(kit.fails_public(state["nodes"][c].get("execution")) for c in state["chains"])
     return "verify" if some_fail and not state.get("stop") and state["rounds"] < context.gvr_bon_max_refines \
         else "finalize"
 

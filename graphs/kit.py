@@ -165,6 +165,12 @@ def passes_public(execution: Execution | ExecutionResult | None) -> bool:
     return execution.get("total", 0) > 0 and execution.get("passed", 0) == execution["total"]
 
 
+def fails_public(execution: Execution | None) -> bool:
+    """There are public tests and the program fails at least one (no public tests: nothing can fail)."""
+    execution = execution or {}
+    return execution.get("total", 0) > 0 and execution.get("passed", 0) < execution["total"]
+
+
 def public_pass_rate(execution: Execution | None) -> float | None:
     """The share of public tests passed; ``None`` when there are none (the program is unverified)."""
     execution = execution or {}

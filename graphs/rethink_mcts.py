@@ -31,7 +31,7 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from codeforest.agents import critic, rethink, solver, thinker
-from codeforest.agents.verifier import numbered, verify
+from codeforest.agents.verifier import thoughts_state, verify
 from codeforest.context import VerifierContext
 from codeforest.graphs import kit, search
 from codeforest.graphs.state import Cost, NodeRecord, SearchState, add_cost, merge_nodes, total_cost
@@ -132,7 +132,7 @@ def recursion_limit(context: RethinkContext) -> int:
 
 def thoughts_text(nodes: dict, path: list[str]) -> str:
     """The thoughts along a path, as the prompts show them."""
-    return "\n".join(nodes[i]["text"] for i in path if i != ROOT and nodes[i].get("text", "").strip())
+    return "\n".join(search.thoughts_on(nodes, path))
 
 
 def reward(v_test: float, v_llm: float | None, context: RethinkContext) -> float:
@@ -142,8 +142,8 @@ def reward(v_test: float, v_llm: float | None, context: RethinkContext) -> float
 
 def may_rethink(node: NodeRecord, context: RethinkContext) -> bool:
     """A node whose program fails a public test rethinks its thought while it has rethinks left."""
-    failing = node["execution"]["total"] and node["execution"]["pass_rate"] < 1.0
-    return bool(failing) and context.rethink_rethink and node.get("rethinks", 0) < context.rethink_max_rethinks
+    return kit.fails_public(node["execution"]) and context.rethink_rethink \
+        and node.get("rethinks", 0) < context.rethink_max_rethinks
 
 
 def best_program(programs: list[dict]) -> dict | None:
@@ -209,7 +209,7 @@ def self_evaluation(state: RolloutState, context: RethinkContext, llm: BaseChatM
     """v_llm of a program passing every public test: the self-evaluation, or 2·(mean Verifier step score) - 1."""
     nodes, path, problem = state["nodes"], state["path"], state["problem"]
     if context.rethink_evaluator == "verifier":
-        thoughts = [nodes[i]["text"] for i in path if i != ROOT and nodes[i].get("text", "").strip()]
+        thoughts = search.thoughts_on(nodes, path)
         scored = verify(kit.verifier(context, llm), problem["prompt"], thoughts, code, feedback)
         scored.value = 2 * kit.aggregate(scored.value, "mean") - 1 if thoughts else 0.0
         return scored
@@ -227,14 +227,14 @@ def rethink_leaf(state: RolloutState, runtime: Runtime[RethinkContext], model: B
         else NO_VERBAL
     costs, target = [], leaf
     if context.rethink_locate == "verifier":
-        ids = [i for i in state["path"] if i != ROOT and nodes[i].get("text", "").strip()]
+        ids = search.thought_ids(nodes, state["path"])
         scored = verify(kit.verifier(context, llm), state["problem"]["prompt"], [nodes[i]["text"] for i in ids],
                         node["code"], feedback)
         costs.append(scored.cost)
         position = kit.flag_thoughts(scored.value, "locate_min", context.verifier_threshold)
         target = ids[position[0]] if position else leaf
         kit.emit("verified", node=leaf, scores=[round(s, 3) for s in scored.value], flagged=[target])
-        shown = f"{state['problem']['prompt']}\nThoughts:\n{numbered([nodes[i]['text'] for i in ids])}"
+        shown = thoughts_state(state["problem"]["prompt"], [nodes[i]["text"] for i in ids])
         reply = rethink.refine(llm, kit.prompt(context, "rethink_gvr"), state=shown, code=node["code"],
                                feedback=feedback, refine_id=ids.index(target) + 1 if target in ids else len(ids))
     else:
@@ -253,8 +253,7 @@ def expand(state: RolloutState, runtime: Runtime[RethinkContext], model: BaseCha
     context = kit.settings(runtime, CONTEXT)
     node = state["nodes"][state["path"][-1]]
     feedback = None
-    failing = node["execution"]["total"] and node["execution"]["pass_rate"] < 1.0
-    if failing and context.rethink_verbal_feedback:
+    if kit.fails_public(node["execution"]) and context.rethink_verbal_feedback:
         feedback = node.get("verbal_feedback") or node.get("feedback", "")
     return expand_children(state, context, kit.chat_model(context, model), node["id"], feedback)
 

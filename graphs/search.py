@@ -62,6 +62,16 @@ def path_to(nodes: Mapping[str, NodeRecord], node_id: str) -> list[str]:
     return path[::-1]
 
 
+def thought_ids(nodes: Mapping[str, NodeRecord], path: list[str]) -> list[str]:
+    """The nodes of a path that hold a thought: not the MCTS root, not an empty fallback thought (as released)."""
+    return [i for i in path if nodes[i].get("kind") != "root" and nodes[i].get("text", "").strip()]
+
+
+def thoughts_on(nodes: Mapping[str, NodeRecord], path: list[str]) -> list[str]:
+    """The thoughts along a path, from the top."""
+    return [nodes[i]["text"] for i in thought_ids(nodes, path)]
+
+
 def select_child(nodes: Mapping[str, NodeRecord], node_id: str, rule: str = "p_ucb", c_base: float = C_BASE,
                  c: float = C_EXPLORE) -> str | None:
     """The child with the highest score; ties go to the earliest child (the LLM's list order)."""

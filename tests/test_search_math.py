@@ -81,3 +81,12 @@ def test_backpropagation_discount_option():
     updates = backpropagate(tree(), "a1", 1.0, gamma=0.9)
     assert updates["a1"]["q"] == pytest.approx(0.9) and updates["a"]["q"] == pytest.approx(0.81)
     assert updates["r"]["q"] == pytest.approx(0.729)
+
+
+def test_thoughts_on_a_path_leave_out_the_root_and_empty_fallbacks():
+    from codeforest.graphs.search import thought_ids, thoughts_on
+
+    nodes = {"root": {"id": "root", "kind": "root", "text": ""}, "a": {"id": "a", "text": "Add one."},
+             "b": {"id": "b", "text": "\n"}, "c": {"id": "c", "text": "Return it."}}
+    assert thought_ids(nodes, ["root", "a", "b", "c"]) == ["a", "c"]
+    assert thoughts_on(nodes, ["root", "a", "b", "c"]) == ["Add one.", "Return it."]
