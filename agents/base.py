@@ -22,6 +22,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from codeforest.graphs.state import total_cost
 from codeforest.problems import Problem
+from codeforest.prompts import Prompt
 from codeforest.tools.models import describe_model_failure, is_model_failure
 
 T = TypeVar("T")
@@ -179,6 +180,24 @@ def usage_cost(reply: BaseMessage) -> dict:
     if usage.get("total_cost", None) == 0:  # LangChain zeroes total_cost only on a cache hit
         cost["cached_calls"] = 1
     return cost
+
+
+ANSWER_FORMAT = "answer_format"
+
+
+def render_formatted(prompt: Prompt, key: str, formats: str, structured: bool, **values: object) -> tuple[str, bool]:
+    """Template ``key`` with its answer-format instruction filled in; and whether to decode with the schema.
+
+    A template marks where its format instruction goes with ``{answer_format}``; ``<formats>.text`` is the
+    paper's wording and ``<formats>.structured`` the same request in the schema's shape, so the instruction
+    and the decoder agree. A template without the placeholder (a user's file in the old shape) states its
+    own format: it is sent as written and answered without a schema, which would contradict it.
+    """
+    if not prompt.uses(key, ANSWER_FORMAT):
+        return prompt.render(key, **values), False
+    schema = structured and prompt.has(f"{formats}.structured")
+    instruction = prompt.render(f"{formats}.{'structured' if schema else 'text'}", **values)
+    return prompt.render(key, **{**values, ANSWER_FORMAT: instruction}), schema
 
 
 def structured_call(model: BaseChatModel, msgs: list[BaseMessage], schema: dict,

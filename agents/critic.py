@@ -8,7 +8,7 @@ import re
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from codeforest.agents.base import Reply, call_model, structured_call
+from codeforest.agents.base import Reply, call_model, render_formatted, structured_call
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
 
@@ -50,9 +50,7 @@ def parse_verdict(text: str) -> bool | None:
 
 def _judge(model, prompt: Prompt, task: str, problem: Problem, code: str, feedback: str, schema: dict,
            key: str, parse, fallback, structured: bool) -> Reply:
-    system = prompt.render(f"{task}.system")
-    if structured:
-        system = f"{system}\n{prompt.render(f'{task}.structured')}"
+    system, structured = render_formatted(prompt, f"{task}.system", f"{task}.answer_format", structured)
     user = prompt.render(f"{task}.user", problem=problem["prompt"], code=code, feedback=feedback)
     parsed, raw, cost = structured_call(model, [SystemMessage(system), HumanMessage(user)], schema,
                                         enabled=structured)
@@ -102,9 +100,8 @@ def parse_evaluation(text: str) -> float | None:
 def self_evaluate(model: BaseChatModel, prompt: Prompt, problem: Problem, *, thoughts: str, code: str,
                   structured: bool = False) -> Reply[float]:
     """RethinkMCTS's self-evaluation v_llm ∈ [-1, 1] of a program passing the public tests (unreadable: 0.0)."""
-    user = prompt.render("self_eval", problem=problem["prompt"], thoughts=thoughts, code=code)
-    if structured:
-        user = f"{user}\n{prompt.render('self_eval_structured')}"
+    user, structured = render_formatted(prompt, "self_eval", "self_eval_format", structured,
+                                        problem=problem["prompt"], thoughts=thoughts, code=code)
     parsed, raw, cost = structured_call(model, [HumanMessage(user)], SELF_EVAL_SCHEMA, enabled=structured)
     if parsed is not None and isinstance(parsed.get("evaluation"), int | float):
         value = max(-1.0, min(1.0, float(parsed["evaluation"])))
@@ -118,9 +115,8 @@ def self_evaluate(model: BaseChatModel, prompt: Prompt, problem: Problem, *, tho
 def analyze_blocks(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code: str, test: str, output: str,
                    trace: str, structured: bool = False) -> Reply[str]:
     """The LDB-style judgement of each traced block, as text to append to the verbal feedback."""
-    user = prompt.render("blocks", problem=problem["prompt"], code=code, test=test, output=output, trace=trace)
-    if structured:
-        user = f"{user}\n{prompt.render('blocks_structured')}"
+    user, structured = render_formatted(prompt, "blocks", "blocks_format", structured, problem=problem["prompt"],
+                                        code=code, test=test, output=output, trace=trace)
     parsed, raw, cost = structured_call(model, [HumanMessage(user)], BLOCKS_SCHEMA, enabled=structured)
     if parsed is not None and isinstance(parsed.get("blocks"), list):
         return Reply("\n".join(json.dumps(b) for b in parsed["blocks"]), raw, cost)

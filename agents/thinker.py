@@ -3,7 +3,8 @@
 BESTER's self-reflection is one free-text answer per call, sampled at a temperature the caller binds.
 
 CodeTree's format is numbered lines, not JSON, so its Thinker parses text. RethinkMCTS's expansion asks for
-a JSON list of thoughts with "Reasonableness" priors: there the schema-constrained call is used when enabled.
+a JSON list of thoughts with "Reasonableness" priors: with JSON-schema decoding on, its format instruction is
+swapped for the same request in the schema's shape (`answer_format.structured`), so prompt and decoder agree.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import re
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from codeforest.agents.base import Reply, call_model, structured_call
+from codeforest.agents.base import Reply, call_model, render_formatted, structured_call
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
 from codeforest.tools.knowledge import TOPICS
@@ -120,13 +121,9 @@ def thoughts(model: BaseChatModel, prompt: Prompt, problem: Problem, *, previous
 
     Unreadable replies take the released code's fallback: ``width`` empty thoughts with prior 1.0.
     """
-    if feedback is not None:
-        user = prompt.render("expand_with_feedback", problem=problem["prompt"], thoughts=previous, width=width,
-                             code=code or "", feedback=feedback)
-    else:
-        user = prompt.render("expand", problem=problem["prompt"], thoughts=previous, width=width)
-    if structured:
-        user = f"{user}\n{prompt.render('structured')}"
+    key = "expand" if feedback is None else "expand_with_feedback"
+    user, structured = render_formatted(prompt, key, "answer_format", structured, problem=problem["prompt"],
+                                        thoughts=previous, width=width, code=code or "", feedback=feedback or "")
     schema = {"title": "Thoughts", "description": "Next thoughts with their reasonableness.", "type": "object",
               "properties": {"thoughts": {"type": "array", "items": THOUGHTS_SCHEMA_ITEM, "minItems": 1,
                                           "maxItems": width}},

@@ -62,6 +62,11 @@ class BesterContext(Context):
         "Program returned when none passes every public test: 'best' of the programs the rounds kept (ties: "
         "earliest) or 'last_round' (the paper's pseudocode: the last round's choice). 'auto': 'best', except "
         "'last_round' under random selection, whose ablation means nothing unless its choice is returned."))
+    bester_feedback: Literal["reflection", "execution"] = Field(default="reflection", description=(
+        "What a repair is given: 'reflection', a sampled self-reflection (BESTER); 'execution', the paper's "
+        "Ex. Feedback baseline: no self-reflection, the failing tests in its place, and the k repairs sampled "
+        "at the reflection temperature with a seed each (the paper does not say how its repairs differ; "
+        "greedy ones would be identical). 1 + N k calls."))
     bester_concurrency: int = Field(default=1, ge=1, description=(
         "Reflections / repairs requested at once (LangGraph Send); results do not depend on it. The "
         "embedded server gets as many parallel slots."))
@@ -93,8 +98,10 @@ def repair_rounds(context: BesterContext) -> int:
 
 
 def budget(context: BesterContext) -> int:
-    """BESTER's budget in its unit, model calls: 1 + 2 k per repair round (21 for N = 2, k = 5)."""
-    return 1 + 2 * context.bester_width * repair_rounds(context)
+    """BESTER's budget in its unit, model calls: 1 + 2 k per repair round (21 for N = 2, k = 5); k per round
+    without reflections (Ex. Feedback)."""
+    per_child = 2 if context.bester_feedback == "reflection" else 1
+    return 1 + per_child * context.bester_width * repair_rounds(context)
 
 
 def round_steps(context: BesterContext) -> int:
@@ -193,15 +200,20 @@ def select(state: BesterState, runtime: Runtime[BesterContext]) -> dict:
 
 
 def plan(state: BesterState, runtime: Runtime[BesterContext]) -> dict:
-    """k children of the chosen program, each waiting for its reflection and repair."""
+    """k children of the chosen program, each waiting for its reflection and repair (Ex. Feedback: for its
+    repair alone, the failing tests standing in for the reflection)."""
     context = kit.settings(runtime, CONTEXT)
     parent = state["nodes"][state["selected"]]
     base = kit.next_order(state["nodes"])
+    shown = {}
+    if context.bester_feedback == "execution":
+        shown = {"text": kit.prompt(context, "debugger_bester").render(
+            "execution_feedback", errors=parent.get("feedback", ""))}
     children = {}
     for j in range(context.bester_width):
         child = kit.new_node(base + j, parent=parent, kind="reflection", announce=False,
                              seed=state["round"] * context.bester_width + j + 1)
-        children[child["id"]] = child
+        children[child["id"]] = {**child, **shown}
     return {"nodes": children, "round": state["round"] + 1}
 
 
@@ -223,12 +235,16 @@ def reflect_one(payload: dict, runtime: Runtime[BesterContext], model: BaseChatM
 
 
 def repair_one(payload: dict, runtime: Runtime[BesterContext], model: BaseChatModel | None = None) -> dict:
-    """One greedy repair from a reflection (the tests are not shown), run on the public tests."""
+    """One greedy repair from a reflection (the tests are not shown), run on the public tests; under
+    Ex. Feedback, a sampled repair from the failing tests."""
     context = kit.settings(runtime, CONTEXT)
     node = payload["nodes"][payload["current"]]
     parent = payload["nodes"][node["parent"]]
-    reply = debugger.repair_from_reflection(kit.chat_model(context, model), kit.prompt(context, "debugger_bester"),
-                                            payload["problem"], code=parent["code"], reflection=node["text"])
+    llm = kit.chat_model(context, model)
+    if context.bester_feedback == "execution":
+        llm = llm.bind(temperature=context.bester_reflection_temperature, seed=node["seed"])
+    reply = debugger.repair_from_reflection(llm, kit.prompt(context, "debugger_bester"), payload["problem"],
+                                            code=parent["code"], reflection=node["text"])
     kit.emit("generated", node=node["id"], depth=node["depth"])
     result, tested = kit.run_program(payload["problem"], reply.value, context, node["id"], feedback=failures_text)
     return {"nodes": {node["id"]: {**tested, "value": result.pass_rate}},

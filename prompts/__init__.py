@@ -49,6 +49,16 @@ class Prompt:
 
         return _VAR.sub(fill, template)
 
+    def uses(self, key: str, var: str) -> bool:
+        """True when template ``key`` has the placeholder ``{var}``."""
+        return self.has(key) and f"{{{var}}}" in self._text(key)
+
+    def _text(self, key: str) -> str:
+        node = self.templates
+        for part in key.split("."):
+            node = node[part]
+        return node
+
     def has(self, key: str) -> bool:
         """True when the file defines template ``key``."""
         node = self.templates

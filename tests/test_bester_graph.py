@@ -153,6 +153,29 @@ def test_table5_selection_rules():
     assert choose(repairs[:1], "code", "P", 1, before)["id"] == "a"  # no reflection shows code: the first
 
 
+def test_ex_feedback_repairs_from_the_failing_tests_without_reflections():
+    """The paper's Ex. Feedback baseline: k sampled repairs (a seed each) shown the failing tests, no reflection."""
+    repairs = {1: 1, 2: 2, 3: 0, 4: 3}  # seed -> tests passed; round 1 keeps seed 2, round 2 passes with seed 4
+    prompts: list[str] = []
+
+    def respond(messages, **kwargs):
+        prompts.append("\n".join(str(m.content) for m in messages))
+        assert "experienced at identifying issues" not in prompts[-1], "no self-reflection is asked for"
+        return code(PASSES[1 if len(messages) == 1 else repairs[kwargs["seed"]]])
+
+    model = RespondingChatModel(respond=respond, pass_kwargs=True)
+    out = build_graph(model=model).invoke({"problem": PROBLEM}, context=BesterContext(
+        bester_feedback="execution", bester_width=2))
+    assert len(model.calls) == 5 and out["stop_reason"] == "solved" and out["final_node"] == "n5"
+    assert [kw.get("seed") for kw in model.call_kwargs] == [None, 1, 2, 3, 4]
+    assert {kw["temperature"] for kw in model.call_kwargs[1:]} == {0.8}
+    # round 1 repairs the initial program (1 of 3 passed) from its two failing tests, round 2 the kept n3
+    assert "It failed the following test cases\nassert inc(5) == 6" in prompts[1]
+    assert "assert inc(-3) == -2" in prompts[3] and "assert inc(5) == 6" not in prompts[3]
+    assert out["nodes"]["n4"]["parent"] == "n3" and out["nodes"]["n2"]["text"].startswith("The solution is incorrect.")
+    assert graph_budget("bester", BesterContext(bester_feedback="execution"))["limit"] == 11
+
+
 def test_budget_in_calls():
     assert graph_budget("bester", BesterContext()) == {"unit": "llm_calls", "limit": 21}
     assert graph_budget("bester", BesterContext(bester_loop="literal"))["limit"] == 11
