@@ -24,6 +24,7 @@ from codeforest.graphs.state import total_cost
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
 from codeforest.tools.models import describe_model_failure, is_model_failure
+from codeforest.tools.stopwatch import MODEL, timed
 
 T = TypeVar("T")
 _SPENT: ContextVar[list[dict] | None] = ContextVar("codeforest_spent", default=None)
@@ -99,7 +100,8 @@ def _invoke(runnable, msgs: list[BaseMessage], model: BaseChatModel):
     attempts = 1 + int(getattr(model, "max_retries", 0) or 0)
     for attempt in range(attempts):
         try:
-            return runnable.invoke(msgs)
+            with timed(MODEL):
+                return runnable.invoke(msgs)
         except json.JSONDecodeError as exc:
             if attempt + 1 < attempts:
                 time.sleep(min(8.0, 0.5 * 2 ** attempt) * random.uniform(0.5, 1.0))

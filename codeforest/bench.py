@@ -31,6 +31,7 @@ from codeforest.jsonl import append_record
 from codeforest.problems import Task
 from codeforest.registry import context_for, graph_budget
 from codeforest.scoring import score_private
+from codeforest.tools import stopwatch
 from codeforest.tools.models import redact
 from codeforest.tools.sandbox import isolation
 
@@ -121,6 +122,11 @@ def read_results(out_dir: str | Path) -> list[dict]:
     return records
 
 
+class RunnerLost(RuntimeError):
+    """The backend that runs the graphs is gone (e.g. a server connection): stop without recording, so a rerun
+    resumes."""
+
+
 class FolderBusy(RuntimeError):
     """Another process holds a results folder."""
 
@@ -171,7 +177,7 @@ class Bench:
 
     def __init__(self, graphs: list[str], tasks: list[Task], out_dir: str | Path, *, context: Context,
                  dataset: str, concurrency: int = 1, model: BaseChatModel | None = None,
-                 retry_errors: bool = False, checkpointer=None):
+                 retry_errors: bool = False, checkpointer=None, runner: Callable[..., dict] | None = None):
         self.graphs = graphs
         self.tasks = tasks
         self.out = Path(out_dir)
@@ -181,6 +187,7 @@ class Bench:
         self.model = model
         self.retry_errors = retry_errors
         self.checkpointer = checkpointer  # persists every graph step, thread id "<run label>:<problem id>"
+        self.runner = runner  # solves elsewhere, e.g. a server_runs.ServerSolver: (problem, graph, context, key)
         self._write_lock = threading.Lock()
 
     @property
@@ -212,7 +219,11 @@ class Bench:
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
             futures = [pool.submit(self.run_one, graph, task) for graph, task in todo]
             for future in as_completed(futures):
-                record = future.result()
+                try:
+                    record = future.result()
+                except RunnerLost:
+                    pool.shutdown(wait=True, cancel_futures=True)  # the runs in flight still record if they finish
+                    raise
                 progress.done += 1
                 progress.tokens += record["prompt_tokens"] + record["completion_tokens"]
                 if record["error"]:
@@ -235,10 +246,28 @@ class Bench:
                   "private_tests": len(task.private_tests) if task.private_tests else 0, "error": None,
                   "isolation": isolation(context.sandbox)}
         started = time.monotonic()
+        with stopwatch.timing() as clock:
+            nodes = self._solve_and_score(graph, task, context, record)
+        for key in COST_FIELDS:
+            record.setdefault(key, 0)
+        wall = time.monotonic() - started
+        record["wall_s"] = round(wall, 3)
+        # where wall_s went: model calls, sandbox runs (each summed), and the time in neither
+        record.update(model_s=round(clock[stopwatch.MODEL], 3), sandbox_s=round(clock[stopwatch.SANDBOX], 3),
+                      outside_s=round(max(0.0, wall - clock[stopwatch.BUSY]), 3))
+        self._append(record, nodes)
+        return record
+
+    def _solve_and_score(self, graph: str, task: Task, context: Context, record: dict) -> dict:
+        """Fill ``record`` with the graph's result and its private score (or the error); the tree's nodes."""
         nodes = {}
         try:
-            output = solve(task.problem, graph, context=context, model=self.model,  # the public part only
-                           checkpointer=self.checkpointer, thread_id=f"{run_label(record)}:{task.id}")
+            key = f"{run_label(record)}:{task.id}"
+            if self.runner is not None:
+                output = self.runner(task.problem, graph, context, key)  # the public part only
+            else:
+                output = solve(task.problem, graph, context=context, model=self.model,  # the public part only
+                               checkpointer=self.checkpointer, thread_id=key)
             nodes = output.get("nodes") or {}
             record.update(final_code=output["final_code"] or "", final_node=output["final_node"],
                           stop_reason=output["stop_reason"], public_pass_rate=output["public_pass_rate"],
@@ -248,14 +277,12 @@ class Bench:
                 record["error"] = f"model_error: {output['error']}"
             score = score_private(task, record["final_code"], backend=self.context.sandbox)
             record.update(private_passed=bool(score.passed), private_pass_rate=score.pass_rate or 0.0)
+        except RunnerLost:
+            raise
         except Exception as exc:  # noqa: BLE001 - one problem's failure must not end the run
             record["error"] = redact(f"{type(exc).__name__}: {exc}")
             record["traceback"] = redact(traceback.format_exc(limit=8))
-        for key in COST_FIELDS:
-            record.setdefault(key, 0)
-        record["wall_s"] = round(time.monotonic() - started, 3)
-        self._append(record, nodes)
-        return record
+        return nodes
 
     def _append(self, record: dict, nodes: dict) -> None:
         with self._write_lock:

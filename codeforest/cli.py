@@ -12,7 +12,7 @@ import threading
 from rich.console import Console
 from rich.markup import escape
 
-from codeforest.bench import FolderBusy
+from codeforest.bench import FolderBusy, RunnerLost
 from codeforest.context import Context
 from codeforest.problems import DatasetError, Task, load_dataset, load_problem
 from codeforest.prompts import PromptError, check_prompts_dir
@@ -34,7 +34,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return args.func(args)
-    except (DatasetError, ModelError, PromptError, SandboxServiceError, FolderBusy, KnowledgeError, ValueError) as exc:
+    except (DatasetError, ModelError, PromptError, SandboxServiceError, FolderBusy, KnowledgeError, RunnerLost,
+            ValueError) as exc:
         err.print(f"[red]error:[/red] {escape(redact(str(exc)))}")
         return 2
     except KeyboardInterrupt:
@@ -72,6 +73,9 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--cache", nargs="?", const="", metavar="PATH",
                        help="cache model responses in an SQLite file (default: <out>/responses.sqlite)")
     bench.add_argument("--retry-errors", action="store_true", help="rerun problems whose graph raised")
+    bench.add_argument("--server", metavar="URL",
+                       help="run the graphs on a LangGraph Server (e.g. http://127.0.0.1:2024): one thread per run, "
+                            "only the public problem is sent; private tests are scored here")
     bench.add_argument("--token-budget", metavar="N[,N...]",
                        help="run every graph at each token budget (e.g. 2000,8000,32k), largest first; with --cache "
                             "the smaller budgets replay the larger runs' calls")
@@ -102,6 +106,21 @@ def _parser() -> argparse.ArgumentParser:
     bench_sb.add_argument("--repeat", type=int, default=20)
     bench_sb.add_argument("--json", action="store_true")
     bench_sb.set_defaults(func=cmd_bench_sandbox)
+
+    scale = sub.add_parser("bench-concurrency", help="how graphs scale with a fast endpoint: a scripted one on "
+                                                     "127.0.0.1 answers every call after a fixed delay")
+    scale.add_argument("--graph", action="append", choices=graph_names(),
+                       help="a graph to run (repeat; default: direct, codetree, bester)")
+    scale.add_argument("--dataset", default="humaneval", help="a dataset name or a .jsonl path (default humaneval)")
+    scale.add_argument("--concurrency", type=_positive_ints, default=[1, 8, 32], metavar="N[,N...]",
+                       help="problems at once; N problems run at N and one at a time (default 1,8,32)")
+    scale.add_argument("--inside", type=_positive_ints, default=[1, 5], metavar="N[,N...]",
+                       help="in-search concurrency of graphs that have one (BESTER, RethinkMCTS) (default 1,5)")
+    scale.add_argument("--delay", type=float, default=0.5, help="seconds before each scripted answer (default 0.5)")
+    scale.add_argument("--out", default="runs/concurrency", help="folder for concurrency.json and concurrency.md")
+    scale.add_argument("--sandbox", choices=["local", "e2b"])
+    scale.add_argument("--data-dir", help="benchmark folder (default: $CODEFOREST_DATA or ../shared/data)")
+    scale.set_defaults(func=cmd_bench_concurrency)
 
     kb = sub.add_parser("kb", help="the RPM-MCTS knowledge base: build it, look into it")
     kb_sub = kb.add_subparsers(dest="kb_command", required=True)
@@ -166,6 +185,11 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
     return value
+
+
+def _positive_ints(text: str) -> list[int]:
+    """An argparse type: comma-separated whole numbers of at least 1, e.g. ``1,8,32``."""
+    return sorted({_positive_int(part.strip()) for part in text.split(",") if part.strip()})
 
 
 def _add_context_args(p: argparse.ArgumentParser) -> None:
@@ -313,7 +337,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     out = Path(args.out or f"runs/{dataset}-{Path(context.model).stem}")
     if args.cache is not None:
         context.cache_path = args.cache or str(out / "responses.sqlite")
-    if not context.base_url:
+    runner = None
+    if args.server:  # the server runs the model: nothing to start or download here
+        from codeforest.server_runs import ServerSolver
+
+        runner = ServerSolver(args.server, out)
+    elif not context.base_url:
         context.server_slots = max(context.server_slots, args.concurrency)
         if embedded_spec(context.model):
             ensure_model_file(embedded_spec(context.model), progress=err.print)
@@ -321,7 +350,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     for budget in budgets:
         context.token_budget = budget
         _run_bench(Bench(args.graph, tasks, out, context=context, dataset=dataset, concurrency=args.concurrency,
-                         retry_errors=args.retry_errors), context, dataset, budget)
+                         retry_errors=args.retry_errors, runner=runner), context, dataset, budget)
     write_samples(out)
     return cmd_report(argparse.Namespace(out=str(out), json=False))
 
@@ -445,6 +474,35 @@ def cmd_bench_sandbox(args: argparse.Namespace) -> int:
     out.print(f"A {report['tests']}-test program, median of {report['repeat']} runs:")
     for row in report["rows"]:
         out.print(f"  {row['runner']:<28} {row['median_ms']:8.1f} ms   {row['ratio']:.2f}x")
+    return 0
+
+
+def cmd_bench_concurrency(args: argparse.Namespace) -> int:
+    """Time each graph one problem at a time and N at a time against the scripted endpoint; print the table."""
+    from pathlib import Path
+
+    from codeforest.concurrency_bench import bench_concurrency, markdown
+
+    graphs = args.graph or ["direct", "codetree", "bester"]
+    tasks = load_dataset(args.dataset, args.data_dir)
+    if len(tasks) < max(args.concurrency):
+        raise DatasetError(f"{args.dataset} has {len(tasks)} problems; --concurrency {max(args.concurrency)} needs "
+                           "as many")
+    context = Context(sandbox=args.sandbox) if args.sandbox else Context()
+    out = Path(args.out)
+    err.print(f"{', '.join(graphs)} on {args.dataset}, a scripted endpoint answering after {args.delay} s; "
+              f"concurrency {args.concurrency}, inside one search {args.inside}")
+
+    def on_row(r: dict) -> None:
+        err.print(f"{r['graph']} {r['mode']} N={r['n']}: {r['wall_s']} s, {r['speedup']}x, "
+                  f"{r['calls']} calls, outside model and sandbox {r['outside_share']:.1%}")
+
+    dataset = Path(args.dataset).stem
+    rows = bench_concurrency(graphs, tasks, out, context=context, dataset=dataset, concurrencies=args.concurrency,
+                             delay=args.delay, inside=args.inside, on_row=on_row)
+    table = markdown(rows)
+    (out / "concurrency.md").write_text(table, encoding="utf-8")
+    print(table)
     return 0
 
 

@@ -2,59 +2,22 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from langgraph_sdk import get_sync_client
 
+from tests.langgraph_dev import langgraph_dev
 from tests.test_native import foreign
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.server, pytest.mark.real_model]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    port = _free_port()
-    log = tmp_path_factory.mktemp("langgraph") / "server.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            ["langgraph", "dev", "--port", str(port), "--no-browser", "--no-reload", "--config", "langgraph.json"],
-            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, f"langgraph dev exited:\n{log.read_text()[-3000:]}"
-            try:
-                with urllib.request.urlopen(url + "/ok", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            pytest.fail(f"langgraph dev did not start:\n{log.read_text()[-3000:]}")
+    with langgraph_dev(tmp_path_factory.mktemp("langgraph") / "server.log") as url:
         yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 def test_assistants_list_every_registered_graph(server):

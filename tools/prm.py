@@ -21,6 +21,8 @@ from typing import Protocol, runtime_checkable
 
 import httpx
 
+from codeforest.tools.stopwatch import MODEL, timed
+
 STEP_TAG = "\n\n\n\n\n"  # CodePRM's step separator: the PRM's score is read at each
 
 
@@ -66,7 +68,8 @@ class HTTPScorer:
         last: Exception | None = None
         for attempt in range(self.retries + 1):
             try:
-                response = httpx.post(self.url, json=body, timeout=self.timeout)
+                with timed(MODEL):  # a PRM is a model: its time is model time
+                    response = httpx.post(self.url, json=body, timeout=self.timeout)
                 if response.status_code >= 500 or response.status_code == 429:
                     raise PRMError(f"HTTP {response.status_code}")
                 response.raise_for_status()

@@ -28,6 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Protocol
 
+from codeforest.tools.stopwatch import SANDBOX, timed
 from codeforest.tools.testing import ExecutionResult, TestOutcome, TestSuite, outputs_match
 
 RESULT_BYTES_LIMIT = 64 * 1024 * 1024  # what the parent will read from one child, at most
@@ -390,7 +391,8 @@ def isolation(backend: str | None = None) -> str:
 
 def run(code: str, tests: TestSuite, *, timeout: float = 5.0, backend: str | None = None) -> ExecutionResult:
     """Run a program against a test suite in the chosen sandbox backend."""
-    return get_sandbox(backend).run(code, tests, timeout=timeout)
+    with timed(SANDBOX):
+        return get_sandbox(backend).run(code, tests, timeout=timeout)
 
 
 def run_public_tests(problem, code: str, *, timeout: float = 5.0, backend: str | None = None) -> ExecutionResult:

@@ -16,6 +16,7 @@ import textwrap
 from dataclasses import dataclass, field
 
 from codeforest.tools.sandbox import get_sandbox
+from codeforest.tools.stopwatch import SANDBOX, timed
 from codeforest.tools.testing import ExecutionResult, TestOutcome, TestSuite
 
 MAX_BLOCKS = 10  # first 5 + last 5, as RethinkMCTS's released code caps the trace
@@ -141,7 +142,8 @@ def trace_test(code: str, tests: TestSuite, index: int, *, timeout: float = TRAC
         basic_blocks(code)
     except SyntaxError:
         return None
-    reply = get_sandbox(backend).trace(code, tests, index, timeout=timeout)
+    with timed(SANDBOX):
+        reply = get_sandbox(backend).trace(code, tests, index, timeout=timeout)
     events = reply.get("trace")
     if not events:
         return None

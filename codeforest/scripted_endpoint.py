@@ -1,0 +1,149 @@
+"""A tiny OpenAI-compatible HTTP endpoint serving scripted replies after a delay, failing on cue.
+
+It stands in for a model where only the plumbing is measured or tested: unit tests (scripted replies and
+faults) and ``codeforest bench-concurrency`` (every call answered after a fixed delay, with as many calls
+in flight as the client sends; ``any_role_reply`` gives every role something it can read).
+
+Faults, one per request while any are queued (``faults``) or on every request (``always``):
+``"500"`` (any status code), ``"drop"`` (close the connection without an answer), ``"stall"`` (answer
+after ``stall_s`` seconds), ``"badjson"`` (a 200 whose body is not JSON), ``None`` (answer normally).
+A faulty request consumes no reply.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # the default 5 drops connections when many calls arrive at once
+
+
+class ScriptedEndpoint:
+    """Serves /v1/chat/completions from a list of replies (or ``respond(body)``); records each request."""
+
+    def __init__(self, replies: list[str], delay: float = 0.0, faults: list[str | None] | None = None,
+                 always: str | None = None, stall_s: float = 30.0, respond=None):
+        self.replies = list(replies)
+        self.delay = delay
+        self.faults = list(faults or [])
+        self.always = always
+        self.stall_s = stall_s
+        self.respond = respond  # optional: a function of the request body returning the reply text
+        self.requests: list[dict] = []
+        self.headers: list[dict] = []
+        self.failed = 0
+        self._lock = threading.Lock()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - http.server's naming
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                time.sleep(fake.delay)
+                with fake._lock:
+                    fault = fake.faults.pop(0) if fake.faults else fake.always
+                    fake.requests.append(body)
+                    fake.headers.append(dict(self.headers))
+                    if fault is not None:
+                        fake.failed += 1
+                if fault is not None and fake._fail(self, fault):
+                    return
+                with fake._lock:
+                    if fake.respond is not None:
+                        text = fake.respond(body)
+                    else:
+                        text = fake.replies.pop(0) if fake.replies else "no more replies"
+                payload = json.dumps({
+                    "id": "x", "object": "chat.completion", "created": 0, "model": body.get("model", "fake"),
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": text}}],
+                    "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+                }).encode()
+                self._send(200, payload)
+
+            def _send(self, status: int, payload: bytes) -> None:
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up on a stalled answer
+
+            def log_message(self, *args):
+                pass
+
+        self._handler = Handler
+        self.server = _Server(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def _fail(self, handler: BaseHTTPRequestHandler, fault: str) -> bool:
+        """Answer with the fault; False when the request should then be answered normally (a stall)."""
+        if fault.isdigit():
+            handler._send(int(fault), json.dumps({"error": {"message": f"injected {fault}"}}).encode())
+        elif fault == "drop":
+            handler.connection.shutdown(socket.SHUT_RDWR)
+            handler.close_connection = True
+        elif fault == "badjson":
+            handler._send(200, b"<html>upstream proxy error</html>")
+        elif fault == "stall":
+            time.sleep(self.stall_s)
+            return False
+        else:
+            raise ValueError(f"unknown fault {fault!r}")
+        return True
+
+    def __enter__(self) -> ScriptedEndpoint:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+_ENTRY = re.compile(r"^\s*def\s+(\w+)\s*\(", re.M)
+
+
+def schema_instance(schema: dict) -> object:
+    """A middling value a JSON schema accepts: objects with their required keys, arrays as long as allowed (up
+    to 3), numbers halfway between their bounds, false, and "x" for text."""
+    kind = schema.get("type")
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {key: schema_instance(props.get(key, {})) for key in schema.get("required", props)}
+    if kind == "array":
+        return [schema_instance(schema.get("items", {}))] * max(1, schema.get("minItems", 1),
+                                                                 min(3, schema.get("maxItems", 1)))
+    if kind in ("integer", "number"):
+        low, high = schema.get("minimum", 0), schema.get("maximum", 1)
+        return (low + high) // 2 if kind == "integer" else (low + high) / 2
+    if kind == "boolean":
+        return False
+    return "x"
+
+
+def any_role_reply(body: dict) -> str:
+    """A reply every role can read: JSON for a schema, else numbered ideas and a program that fails.
+
+    The program defines the prompt's entry point (or reads stdin) and returns nothing useful, so a search
+    runs to its budget: the number of calls is then fixed by the method, not by luck.
+    """
+    response_format = body.get("response_format") or {}
+    if response_format.get("type") == "json_schema":
+        return json.dumps(schema_instance(response_format["json_schema"]["schema"]))
+    text = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
+    names = _ENTRY.findall(text)
+    program = f"def {names[-1]}(*args, **kwargs):\n    return None" if names else "print(input())"
+    return ("1. Handle the input element by element.\n2. Sort the input first, then scan it once.\n"
+            f"Step 1: Read the input.\n```python\n{program}\n```\n0")
