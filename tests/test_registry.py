@@ -7,6 +7,7 @@ import json
 from importlib import resources
 from pathlib import Path
 
+from codeforest.pg_server import registered_graphs
 from codeforest.registry import GRAPHS, build_graph
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -14,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_langgraph_json_registers_every_graph_by_module_path():
     declared = json.loads((ROOT / "langgraph.json").read_text())["graphs"]
-    assert declared == {name: f"{module}:graph" for name, module in GRAPHS.items()}
+    assert declared == {name: f"{module}:graph" for name, module in GRAPHS.items()} == registered_graphs()
     for name, module in GRAPHS.items():
         mod = importlib.import_module(module)
         assert mod.graph.name == name, "the exported graph is compiled with its registry name"
