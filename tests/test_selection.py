@@ -1,0 +1,112 @@
+"""Probe inputs (mutations of the public inputs, validated model calls, behaviour in the sandbox) and the
+selectors over hand-made output matrices (issue 21)."""
+
+from __future__ import annotations
+
+import pytest
+
+from codeforest.graphs.selection import Candidate, kept_inputs, output_groups, select
+from codeforest.tools.probes import (
+    behaviour,
+    mutate_call,
+    mutate_stdin,
+    mutate_value,
+    mutated_inputs,
+    public_calls,
+    valid_call,
+)
+
+FUNCTION = {"id": "T/f", "kind": "function", "entry_point": "f",
+            "public_tests": ["assert f(3, [1, 2]) == 5", "assert abs(f(0, 'ab') - 2) < 1e-9", "assert f(3, [1, 2])"]}
+STDIO = {"id": "T/s", "kind": "stdio", "public_tests": [{"input": "3\n1 5 2\n", "output": "8\n"}]}
+
+
+def test_public_calls_are_read_from_any_assert_shape_once():
+    assert public_calls(FUNCTION) == ["f(3, [1, 2])", "f(0, 'ab')"]
+
+
+def test_mutations_keep_each_type():
+    assert mutate_value(3) == [4, 2, 0, -3] and mutate_value(2.5) == [3.5, 1.5, 0.0, -2.5]
+    assert mutate_value(True) == [False]
+    assert mutate_value([3, 1]) == [[], [3], [3, 1, 1], [3, 1, 3, 1], [1, 3], [1, 3]]
+    assert mutate_value("ba") == ["", "b", "baa", "baba", "ab", "ab"]
+    assert mutate_value({"a": 1, "b": 2}) == [{}, {"a": 1}] and mutate_value(None) == []
+    for variant in mutate_call("f(3, [1, 2])", "f"):
+        assert valid_call(variant, "f") == variant  # each one a call of the entry point
+    assert "f(3, [])" in mutate_call("f(3, [1, 2])", "f") and "f(-3, [1, 2])" in mutate_call("f(3, [1, 2])", "f")
+    assert mutate_stdin("3\n1 5") == ["4\n1 5", "2\n1 5", "0\n1 5", "-3\n1 5", "3\n2 5", "3\n0 5", "3\n0 5",
+                                      "3\n-1 5", "3\n1 6", "3\n1 4", "3\n1 0", "3\n1 -5", "3\n5 1"]
+
+
+def test_mutated_inputs_are_deterministic_from_the_seed_and_never_a_public_input():
+    first = mutated_inputs(FUNCTION, seed=7, limit=5)
+    assert first == mutated_inputs(FUNCTION, seed=7, limit=5) and len(first) == 5 == len(set(first))
+    assert mutated_inputs(FUNCTION, seed=8, limit=5) != first
+    assert not set(mutated_inputs(FUNCTION, seed=7, limit=100)) & set(public_calls(FUNCTION))
+    assert all(text != STDIO["public_tests"][0]["input"] for text in mutated_inputs(STDIO, seed=1, limit=100))
+
+
+def test_model_written_calls_must_call_the_entry_point():
+    assert valid_call(" f(1,2) ", "f") == "f(1, 2)"
+    assert valid_call("g(1)", "f") is None and valid_call("f(1", "f") is None
+    assert valid_call("print(f(1))", "f") is None and valid_call("import os", "f") is None
+
+
+def test_behaviour_in_the_sandbox_gives_outputs_errors_and_time_outs():
+    code = "def f(n, xs):\n    if n < 0:\n        while True: pass\n    return n + len(xs)\n"
+    assert behaviour(FUNCTION, code, ["f(3, [1])", "f(None, [])", "f(-1, [])"], timeout=0.5) == \
+        ("4", "<raised TypeError>", "<timeout>")
+    program = "input()\nprint(sum(map(int, input().split())))\n"
+    assert behaviour(STDIO, program, ["3\n1 5 2\n", "3\n"]) == ("8\n", "<raised EOFError>")
+
+
+def cand(node, outputs, *, public=True, value=0.0, asserts=()):
+    return Candidate(node=node, order=int(node[1:]), value=value, public=public, outputs=tuple(outputs),
+                     asserts=frozenset(asserts))
+
+
+def test_agreement_takes_the_largest_group_of_public_passing_programs():
+    candidates = [cand("n1", "ab"), cand("n2", "ac"), cand("n3", "ac"), cand("n4", "ac", public=False),
+                  cand("n5", "ac", public=False)]
+    chosen, why = select("agreement", candidates)
+    assert chosen.node == "n2" and why["among"] == "public-passing" and not why["tie_broken"]
+    assert [g["size"] for g in why["groups"]] == [1, 2]  # the failing programs do not vote
+
+
+def test_ties_go_to_the_methods_value_then_the_earliest_and_are_recorded():
+    chosen, why = select("agreement", [cand("n1", "a"), cand("n2", "b", value=0.9), cand("n3", "c", value=0.9)])
+    assert chosen.node == "n2" and why["tie_broken"]
+    chosen, why = select("agreement", [cand("n4", "a"), cand("n2", "b")])
+    assert chosen.node == "n2" and why["tie_broken"]
+
+
+def test_inputs_most_candidates_reject_are_dropped_before_grouping():
+    raised = "<raised ValueError>"
+    # input 1 splits n1 from n2 only because n2 raises where most others raise too: it is dropped
+    candidates = [cand("n1", ["x", "ok"]), cand("n2", ["x", raised]), cand("n3", ["y", raised]),
+                  cand("n4", ["x", "<timeout>"])]
+    assert kept_inputs(candidates) == [0]
+    chosen, why = select("agreement", candidates)
+    assert chosen.node == "n1" and why["inputs"] == 1 and why["dropped_inputs"] == 1
+    assert [g["nodes"] for g in why["groups"]] == [["n1", "n2", "n4"], ["n3"]]
+
+
+def test_when_no_program_passes_all_candidates_vote_and_every_raising_program_is_one_group():
+    raised = "<raised TypeError>"
+    chosen, why = select("agreement", [cand("n1", [raised], public=False), cand("n2", [raised], public=False)])
+    assert chosen.node == "n1" and why["among"] == "all" and why["inputs"] == 0  # the input was dropped
+    assert output_groups([cand("n1", []), cand("n2", [])], []) == [[cand("n1", []), cand("n2", [])]]
+
+
+def test_a_single_candidate_and_no_probe_inputs():
+    chosen, why = select("agreement", [cand("n1", [])])
+    assert chosen.node == "n1" and why["groups"] == [{"nodes": ["n1"], "size": 1, "score": 1}]
+    with pytest.raises(ValueError, match="no candidate"):
+        select("agreement", [])
+
+
+def test_codet_weighs_groups_by_the_generated_asserts_they_pass():
+    candidates = [cand("n1", "a", asserts={0}), cand("n2", "a", asserts={0}), cand("n3", "b", asserts={0, 1, 2})]
+    chosen, why = select("codet", candidates)
+    assert chosen.node == "n3" and [g["score"] for g in why["groups"]] == [2, 3]
+    assert select("agreement", candidates)[0].node == "n1"

@@ -1,0 +1,171 @@
+"""Inputs that tell programs apart, and what each program does on them (issue 21).
+
+Two sources of inputs: type-aware mutations of the public tests' inputs (EvalPlus's idea: numbers nudged,
+zeroed and sign-flipped; lists and strings emptied, shortened, extended, duplicated, sorted, reversed; the
+same on stdin tokens), deterministic from a seed; and calls a model wrote, kept only when they parse and
+call the entry point. A program's behaviour on the inputs is its output vector: for each input, the value's
+repr (or the printed output), the exception's type, or a time-out. Everything but ``behaviour`` is pure.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+import re
+
+from codeforest.problems import Problem
+from codeforest.tools.sandbox import run
+from codeforest.tools.testing import ExecutionResult, TestSuite
+
+TIMEOUT, RAISED = "<timeout>", "<raised {}>"
+_NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
+
+
+# --- inputs of the public tests -----------------------------------------------------------------------
+
+def public_calls(problem: Problem) -> list[str]:
+    """The entry-point calls in a function problem's public asserts (``f(1, [2])`` of ``assert f(1, [2]) == 3``)."""
+    calls = []
+    for test in problem.get("public_tests") or []:
+        try:
+            tree = ast.parse(test)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if is_entry_call(node, problem["entry_point"]):
+                source = ast.unparse(node)
+                if source not in calls:
+                    calls.append(source)
+                break
+    return calls
+
+
+def public_stdin(problem: Problem) -> list[str]:
+    """The inputs of a stdio problem's public tests."""
+    return [case["input"] for case in problem.get("public_tests") or []]
+
+
+def is_entry_call(node: ast.AST, entry_point: str) -> bool:
+    """A call of the entry point by name."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == entry_point
+
+
+def valid_call(source: str, entry_point: str) -> str | None:
+    """The call in canonical form when ``source`` is one expression calling the entry point, else None."""
+    try:
+        tree = ast.parse(source.strip(), mode="eval")
+    except SyntaxError:
+        return None
+    return ast.unparse(tree.body) if is_entry_call(tree.body, entry_point) else None
+
+
+# --- type-aware mutation (no model call) --------------------------------------------------------------
+
+def mutate_value(value: object) -> list[object]:
+    """Variants of one literal of the same type: EvalPlus's nudges for numbers, edits for sequences."""
+    if isinstance(value, bool):
+        return [not value]
+    if isinstance(value, int | float):
+        kind = type(value)
+        return [kind(value + 1), kind(value - 1), kind(0), kind(-value)]
+    if isinstance(value, str | list | tuple):
+        half = value[:len(value) // 2]
+        variants = [value[:0], half, value + value[-1:], value + value, value[::-1]]
+        try:
+            ordered = sorted(value)
+            variants.append("".join(ordered) if isinstance(value, str) else type(value)(ordered))
+        except TypeError:
+            pass
+        return variants
+    if isinstance(value, dict) and value:
+        return [{}, dict(list(value.items())[:-1])]
+    return []
+
+
+def mutate_call(call: str, entry_point: str) -> list[str]:
+    """Calls with one literal argument changed at a time (arguments that are not literals stay as they are)."""
+    node = ast.parse(call, mode="eval").body
+    if not is_entry_call(node, entry_point):
+        return []
+    mutated = []
+    for i, arg in enumerate(node.args):
+        try:
+            value = ast.literal_eval(arg)
+        except ValueError:
+            continue
+        for variant in mutate_value(value):
+            args = [*map(ast.unparse, node.args[:i]), repr(variant), *map(ast.unparse, node.args[i + 1:])]
+            keywords = [ast.unparse(k) for k in node.keywords]
+            mutated.append(f"{entry_point}({', '.join(args + keywords)})")
+    return mutated
+
+
+def mutate_stdin(text: str) -> list[str]:
+    """Inputs with one number token nudged, zeroed or sign-flipped, or one line's tokens reversed or sorted."""
+    lines = text.split("\n")
+    mutated = []
+    for li, line in enumerate(lines):
+        tokens = line.split()
+        for ti, token in enumerate(tokens):
+            if _NUMBER.match(token):
+                number = float(token) if "." in token else int(token)
+                for variant in mutate_value(number):
+                    edited = tokens[:ti] + [str(variant)] + tokens[ti + 1:]
+                    mutated.append("\n".join(lines[:li] + [" ".join(edited)] + lines[li + 1:]))
+        if len(tokens) > 1:
+            for edited in (tokens[::-1], sorted(tokens)):
+                if edited != tokens:
+                    mutated.append("\n".join(lines[:li] + [" ".join(edited)] + lines[li + 1:]))
+    return mutated
+
+
+def mutated_inputs(problem: Problem, seed: int, limit: int) -> list[str]:
+    """Up to ``limit`` distinct mutations of the public inputs, drawn with ``seed`` (the public inputs excluded)."""
+    if problem["kind"] == "stdio":
+        public = public_stdin(problem)
+        pool = [m for text in public for m in mutate_stdin(text)]
+    else:
+        public = public_calls(problem)
+        pool = [m for call in public for m in mutate_call(call, problem["entry_point"])]
+    distinct = list(dict.fromkeys(m for m in pool if m not in public))
+    rng = random.Random(f"{seed}:{problem['id']}")
+    return distinct if len(distinct) <= limit else rng.sample(distinct, limit)
+
+
+# --- behaviour on the inputs (runs in the sandbox) -----------------------------------------------------
+
+def probe_suite(problem: Problem, inputs: list[str]) -> TestSuite:
+    """The inputs as a suite whose outcomes carry each output (the expected side is a placeholder)."""
+    if problem["kind"] == "stdio":
+        return TestSuite.stdio([{"input": text, "output": ""} for text in inputs])
+    return TestSuite.function([f"assert {call} == None" for call in inputs], problem["entry_point"])
+
+
+def output_vector(result: ExecutionResult, count: int) -> tuple[str, ...]:
+    """One entry per input: the output, ``<raised Type>`` or ``<timeout>`` (a program that did not run raises)."""
+    outputs = []
+    for i in range(count):
+        outcome = result.outcomes[i] if i < len(result.outcomes) else None
+        if outcome is None:
+            outputs.append(RAISED.format((result.error or "Error").split(":")[0]))
+        elif outcome.timed_out:
+            outputs.append(TIMEOUT)
+        elif outcome.passed or outcome.reason == "wrong answer":  # it returned (or printed) something
+            outputs.append(outcome.actual or "")
+        else:
+            outputs.append(RAISED.format((outcome.error or "Error").split(":")[0]))
+    return tuple(outputs)
+
+
+def behaviour(problem: Problem, code: str, inputs: list[str], *, timeout: float = 2.0,
+              backend: str | None = None) -> tuple[str, ...]:
+    """A program's output vector on the inputs, run in the sandbox."""
+    if not inputs:
+        return ()
+    return output_vector(run(code, probe_suite(problem, inputs), timeout=timeout, backend=backend), len(inputs))
+
+
+def rejected(outputs: list[str]) -> bool:
+    """An input that most candidates raise or time out on: probably outside the problem's preconditions."""
+    failed = sum(1 for o in outputs if o == TIMEOUT or o.startswith("<raised "))
+    return failed * 2 > len(outputs)
