@@ -122,6 +122,22 @@ def _parser() -> argparse.ArgumentParser:
     scale.add_argument("--data-dir", help="benchmark folder (default: $CODEFOREST_DATA or ../shared/data)")
     scale.set_defaults(func=cmd_bench_concurrency)
 
+    model_b = sub.add_parser("bench-model", help="the embedded model server under different settings, replaying "
+                                                 "recorded role calls: speed, peak memory, identical replies")
+    model_b.add_argument("--model", default="local", help="local (1.5B, default), small (0.5B) or a .gguf path")
+    model_b.add_argument("--calls", help="recorded calls (JSONL; default: the packaged set)")
+    model_b.add_argument("--setting", action="append", metavar="NAME",
+                         help="a setting to compare with the baseline (repeat; default: all)")
+    model_b.add_argument("--out", default="runs/bench-model", help="folder for bench-model.json and bench-model.md")
+    model_b.add_argument("--record", action="store_true",
+                         help="record calls instead: --graph on --dataset's --problems, written to --calls")
+    model_b.add_argument("--graph", action="append", choices=graph_names(), help="with --record (repeat)")
+    model_b.add_argument("--dataset", default="humaneval", help="with --record")
+    model_b.add_argument("--problems", help="with --record: comma-separated problem ids")
+    model_b.add_argument("--per-node", type=_positive_int, default=2, help="with --record: calls kept per graph node")
+    model_b.add_argument("--data-dir", help="benchmark folder")
+    model_b.set_defaults(func=cmd_bench_model)
+
     kb = sub.add_parser("kb", help="the RPM-MCTS knowledge base: build it, look into it")
     kb_sub = kb.add_subparsers(dest="kb_command", required=True)
     build = kb_sub.add_parser("build", help="steps of reference solutions (model calls, resumable), then embeddings")
@@ -502,6 +518,44 @@ def cmd_bench_concurrency(args: argparse.Namespace) -> int:
                              delay=args.delay, inside=args.inside, on_row=on_row)
     table = markdown(rows)
     (out / "concurrency.md").write_text(table, encoding="utf-8")
+    print(table)
+    return 0
+
+
+def cmd_bench_model(args: argparse.Namespace) -> int:
+    """Record role calls (--record), or replay them under each server setting and print the table."""
+    from pathlib import Path
+
+    from codeforest.bench import select_tasks
+    from codeforest.model_bench import PACKAGED_CALLS, SETTINGS, bench_model, markdown, record_calls
+    from codeforest.tools.models import resolve_gguf
+
+    gguf = resolve_gguf(args.model, progress=err.print)
+    if gguf is None:
+        raise ValueError("bench-model measures the embedded server: --model local, small or a .gguf path")
+    calls = Path(args.calls) if args.calls else PACKAGED_CALLS
+    if args.record:
+        if not args.graph or not args.problems:
+            raise ValueError("--record needs --graph and --problems")
+        tasks = select_tasks(load_dataset(args.dataset, args.data_dir), problems=args.problems.split(","))
+        recorded = record_calls(args.graph, [t.problem for t in tasks], Context(model=args.model), args.per_node,
+                                on_problem=lambda g, p: err.print(f"recorded {g} on {p}"))
+        calls.write_text("".join(json.dumps(c) + "\n" for c in recorded), encoding="utf-8")
+        err.print(f"{len(recorded)} calls in {calls}")
+        return 0
+    settings = args.setting or list(SETTINGS)
+    err.print(f"replaying {calls} with {gguf.name}: the baseline twice, then {', '.join(settings)}")
+
+    def on_setting(line: dict) -> None:
+        err.print(f"{line['setting']}: {line['wall_s']} s, decode {line['decode_tps']} tok/s, "
+                  f"peak {line['peak_rss_mb']} MB, {len(line['differ'])} replies differ")
+
+    report = bench_model(gguf, calls, settings, on_setting)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench-model.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
+    table = markdown(report)
+    (out / "bench-model.md").write_text(table, encoding="utf-8")
     print(table)
     return 0
 

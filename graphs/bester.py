@@ -31,7 +31,7 @@ from pydantic import Field
 
 from codeforest.agents import debugger, solver, thinker
 from codeforest.context import Context
-from codeforest.graphs import kit
+from codeforest.graphs import kit, selection
 from codeforest.graphs.state import Execution, NodeRecord, SearchState
 from codeforest.tools.testing import failures_text
 
@@ -302,7 +302,7 @@ def graph_builder(model: BaseChatModel | None = None, context: type[BesterContex
                                   ["reflect_one", "repair_one", "select", END])
     builder.add_edge("reflect_one", "dispatch")
     builder.add_edge("repair_one", "dispatch")
-    builder.add_edge("finalize", END)
+    selection.add_selection(builder, model)
     return builder
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 from pydantic import Field
 
@@ -26,7 +26,7 @@ from codeforest.agents.base import Reply
 from codeforest.agents.debugger import REVIEW_MARK
 from codeforest.agents.verifier import verify
 from codeforest.context import VerifierContext
-from codeforest.graphs import kit, search
+from codeforest.graphs import kit, search, selection
 from codeforest.graphs.state import Execution, NodeRecord, SearchState, total_cost
 from codeforest.tools.testing import PRM_PASSED
 
@@ -408,7 +408,7 @@ def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
     builder.add_edge("execute", "critique")
     builder.add_conditional_edges("critique", after_critique, ["finalize", "reflect", "pick"])
     builder.add_edge("reflect", "pick")
-    builder.add_edge("finalize", END)
+    selection.add_selection(builder, model)
     return builder
 
 

@@ -6,12 +6,12 @@
 from __future__ import annotations
 
 from langchain_core.language_models import BaseChatModel
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 
 from codeforest.agents import solver
 from codeforest.context import Context
-from codeforest.graphs import kit
+from codeforest.graphs import kit, selection
 from codeforest.graphs.state import SearchState
 
 BUDGET_UNIT = "programs"
@@ -64,7 +64,7 @@ def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
     builder.add_edge("start", "solve")
     builder.add_edge("solve", "evaluate")
     builder.add_edge("evaluate", "finalize")
-    builder.add_edge("finalize", END)
+    selection.add_selection(builder, model)
     return builder
 
 

@@ -25,7 +25,7 @@ import operator
 from typing import Annotated, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 from pydantic import Field
@@ -33,7 +33,7 @@ from pydantic import Field
 from codeforest.agents import rethink, solver, thinker
 from codeforest.agents.verifier import thoughts_state, verify
 from codeforest.context import VerifierContext
-from codeforest.graphs import kit, search
+from codeforest.graphs import kit, search, selection
 from codeforest.graphs.state import NodeRecord, SearchState, total_cost
 from codeforest.tools.testing import prm_feedback
 
@@ -295,7 +295,7 @@ def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
     builder.add_edge("expand", "backpropagate")
     builder.add_conditional_edges("backpropagate", lambda s: "finalize" if s["stop"] else "select",
                                   ["select", "finalize"])
-    builder.add_edge("finalize", END)
+    selection.add_selection(builder, model)
     return builder
 
 

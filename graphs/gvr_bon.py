@@ -20,7 +20,7 @@ import operator
 from typing import Annotated, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 from pydantic import Field
@@ -28,7 +28,7 @@ from pydantic import Field
 from codeforest.agents import rethink, solver, thinker
 from codeforest.agents.verifier import numbered, verify
 from codeforest.context import VerifierContext
-from codeforest.graphs import kit, search
+from codeforest.graphs import kit, search, selection
 from codeforest.graphs.gvr import best_program
 from codeforest.graphs.state import SearchState, total_cost
 from codeforest.tools.testing import prm_feedback
@@ -248,7 +248,7 @@ def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
     builder.add_conditional_edges("evaluate", after_evaluate, ["verify", "finalize"])
     builder.add_edge("verify", "refine")
     builder.add_edge("refine", "write_code")
-    builder.add_edge("finalize", END)
+    selection.add_selection(builder, model)
     return builder
 
 

@@ -52,7 +52,7 @@ ROOT = "root"
 STEP_LIMIT = "step_limit"  # the stop reason when the caller's recursion limit ends a search early
 UNVERIFIED = "unverified"
 TOKEN_BUDGET = "token_budget"  # the stop reason (and the ``model_error`` mark) once the token budget is spent
-MIN_RECURSION_LIMIT = 5  # start, a first program (or none), finalize: every graph's shortest run
+MIN_RECURSION_LIMIT = 6  # start, a first program (or none), finalize, select_final: every graph's shortest run
 # Sync nodes run here under ainvoke/astream: LangGraph would use the event loop's default executor,
 # min(32, cpus + 4) threads, which caps Send fan-out at 6 on a 2-core machine. ``max_concurrency`` in
 # the run's config still bounds it.
@@ -171,6 +171,12 @@ def fails_public(execution: Execution | None) -> bool:
     return execution.get("total", 0) > 0 and execution.get("passed", 0) < execution["total"]
 
 
+def enough_passing(nodes: dict[str, NodeRecord], context: Context) -> bool:
+    """The tree holds ``min_candidates`` distinct programs passing every public test (a search may stop)."""
+    passing = {n["code"] for n in nodes.values() if n.get("code") and passes_public(n.get("execution"))}
+    return len(passing) >= context.min_candidates
+
+
 def public_pass_rate(execution: Execution | None) -> float | None:
     """The share of public tests passed; ``None`` when there are none (the program is unverified)."""
     execution = execution or {}
@@ -245,8 +251,9 @@ def finish_node(state: SearchState, node_id: str | None, reason: str) -> dict:
 # --- the run ----------------------------------------------------------------------------------------
 
 def steps_left(state: dict) -> int:
-    """Nodes that can still run after the current one before the caller's recursion limit."""
-    return state.get("remaining_steps", 10**9) - 1
+    """Nodes that can still run after the current one before the caller's recursion limit (the final selection's
+    step kept aside)."""
+    return state.get("remaining_steps", 10**9) - 2
 
 
 def starter(fresh: dict, needed: Callable[[Any], int], context_cls: type[C]) -> Callable:
@@ -274,7 +281,7 @@ def starter(fresh: dict, needed: Callable[[Any], int], context_cls: type[C]) -> 
             log.warning(message)
             emit("warning", message=message)
         return {"nodes": Overwrite({}), "cost": Overwrite({}), "final_code": "", "final_node": None,
-                "stop_reason": "", "public_pass_rate": None, "error": None, "model_error": None,
+                "stop_reason": "", "public_pass_rate": None, "error": None, "model_error": None, "selection": None,
                 **copy.deepcopy(fresh)}
 
     return start
@@ -389,5 +396,6 @@ def _offloaded(fn: Callable) -> Callable:
 
 
 def recursion_limit(nodes: int) -> int:
-    """The recursion limit that lets ``nodes`` nodes run one after another (LangGraph counts the input)."""
-    return nodes + 1
+    """The recursion limit that lets ``nodes`` nodes run one after another, then the final selection (LangGraph
+    counts the input)."""
+    return nodes + 2

@@ -13,13 +13,13 @@ equal tokens. A problem without public tests keeps the first sample (nothing can
 from __future__ import annotations
 
 from langchain_core.language_models import BaseChatModel
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 from pydantic import Field
 
 from codeforest.agents import solver
 from codeforest.context import Context
-from codeforest.graphs import kit
+from codeforest.graphs import kit, selection
 from codeforest.graphs.state import NodeRecord, SearchState
 
 BUDGET_UNIT = "programs"
@@ -64,7 +64,8 @@ def sample_seed(context: ResampleContext, index: int) -> int:
 
 
 def choose(nodes: dict[str, NodeRecord]) -> NodeRecord | None:
-    """The first program passing every public test, else the most tests passed; ties to the earliest."""
+    """The first program passing every public test, else the most tests passed; ties to the earliest (with
+    ``min_candidates`` > 1 the selector then chooses among the passing ones)."""
     tried = sorted((n for n in nodes.values() if "execution" in n), key=lambda n: n["order"])
     passing = [n for n in tried if kit.passes_public(n["execution"])]
     if passing:
@@ -83,7 +84,7 @@ def sample(state: ResampleState, runtime: Runtime[ResampleContext], model: BaseC
     result, tested = kit.run_program(state["problem"], reply.value, context, node["id"])
     node.update(tested, value=result.pass_rate)
     stop = None
-    if kit.passes_public(result):
+    if kit.passes_public(result) and kit.enough_passing({**state["nodes"], node["id"]: node}, context):
         stop = "passed_public_tests"
     elif index + 1 >= context.resample_n or not state["problem"].get("public_tests"):
         stop = "budget_exhausted"
@@ -108,7 +109,7 @@ def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
     builder.add_edge(START, "start")
     builder.add_edge("start", "sample")
     builder.add_conditional_edges("sample", lambda s: "finalize" if s["stop"] else "sample", ["sample", "finalize"])
-    builder.add_edge("finalize", END)
+    selection.add_selection(builder, model)
     return builder
 
 

@@ -33,7 +33,7 @@ from typing_extensions import TypedDict
 from codeforest.agents import critic, rethink, solver, thinker
 from codeforest.agents.verifier import thoughts_state, verify
 from codeforest.context import VerifierContext
-from codeforest.graphs import kit, search
+from codeforest.graphs import kit, search, selection
 from codeforest.graphs.state import Cost, NodeRecord, SearchState, add_cost, merge_nodes, total_cost
 from codeforest.problems import Problem
 from codeforest.tools.testing import ExecutionResult, prm_feedback
@@ -374,7 +374,7 @@ def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
                                   ["rollout", "finalize"])
     builder.add_edge("rollout", "backpropagate")
     builder.add_conditional_edges("backpropagate", after_backpropagate, ["select", "finalize", "rollout"])
-    builder.add_edge("finalize", END)
+    selection.add_selection(builder, model)
     return builder
 
 

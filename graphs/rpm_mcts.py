@@ -34,13 +34,13 @@ import zlib
 from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 from pydantic import Field
 
 from codeforest.agents import critic, solver, thinker
 from codeforest.context import Context
-from codeforest.graphs import kit, search
+from codeforest.graphs import kit, search, selection
 from codeforest.graphs.state import NodeRecord, SearchState, merge_nodes, total_cost
 from codeforest.kb import fingerprint, open_knowledge
 from codeforest.problems import Problem
@@ -491,7 +491,7 @@ def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
                                   ["backpropagate", "finalize"])
     builder.add_conditional_edges("backpropagate", lambda s: "finalize" if s["stop"] else "select",
                                   ["select", "finalize"])
-    builder.add_edge("finalize", END)
+    selection.add_selection(builder, model)
     return builder
 
 

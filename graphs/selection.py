@@ -7,13 +7,26 @@ public-passing candidates (all of them when none passes):
 - ``agreement``: the largest group of identical output vectors (AlphaCode / MBR-exec);
 - ``codet``: CodeT's dual agreement, group size x generated asserts the group passes.
 Ties between groups go to the method's value, then the earliest program, and are recorded.
+
+``add_selection`` puts the ``select_final`` node after a graph's own finalize: with a selector other than
+``public`` it asks the Tester once, runs every distinct program on the probe inputs in the sandbox and
+replaces the final program by the selector's choice, still reported by its public-test result.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from codeforest.tools.probes import rejected
+from langchain_core.language_models import BaseChatModel
+from langgraph.graph import END, StateGraph
+from langgraph.runtime import Runtime
+
+from codeforest.agents import tester
+from codeforest.context import Context
+from codeforest.graphs import kit
+from codeforest.graphs.state import NodeRecord, SearchState
+from codeforest.tools.probes import behaviour, mutated_inputs, rejected
+from codeforest.tools.testing import outputs_match
 
 
 @dataclass(frozen=True)
@@ -83,3 +96,69 @@ def select(rule: str, candidates: list[Candidate]) -> tuple[Candidate, dict]:
            "groups": [{"nodes": [c.node for c in g], "size": len(g), "score": score(g)} for g in groups],
            "tie_broken": tie, "among": "public-passing" if any(c.public for c in candidates) else "all"}
     return _pick(chosen), why
+
+
+# --- the graph node ------------------------------------------------------------------------------------
+
+def distinct_programs(nodes: dict[str, NodeRecord]) -> list[NodeRecord]:
+    """The tree's tested programs, each text once (its earliest node)."""
+    seen: dict[str, NodeRecord] = {}
+    for node in sorted(nodes.values(), key=lambda n: n["order"]):
+        if node.get("code") and "execution" in node and node["code"] not in seen:
+            seen[node["code"]] = node
+    return list(seen.values())
+
+
+def own_value(node: NodeRecord) -> float:
+    """The method's own value of a node (its value, reward or public pass rate)."""
+    for key in ("value", "reward"):
+        if isinstance(node.get(key), int | float):
+            return float(node[key])
+    execution = node.get("execution") or {}
+    return execution.get("passed", 0) / execution["total"] if execution.get("total") else 0.0
+
+
+def passes_expected(problem: dict, output: str, expected: str) -> bool:
+    """A Tester assert passed: the same value (function) or the same printed output (stdio)."""
+    return outputs_match(output, expected) if problem["kind"] == "stdio" else output == expected
+
+
+def select_final(state: SearchState, runtime: Runtime[Context], model: BaseChatModel | None = None) -> dict:
+    """Replace the final program by the selector's choice among the tree's distinct programs (``public``: no-op)."""
+    context = kit.settings(runtime, Context)
+    programs = distinct_programs(state.get("nodes") or {})
+    if context.selector == "public" or kit.failed(state) or not programs:
+        return {}
+    problem = state["problem"]
+    update: dict = {"cost": {}}
+    written: list[dict] = []
+    if context.tester_inputs and len(programs) > 1:
+        reply = tester.write_inputs(kit.chat_model(context, model), kit.prompt(context, "tester"), problem,
+                                    k=context.tester_inputs, codet=context.selector == "codet")
+        written, update["cost"] = reply.value, reply.cost
+    inputs = [w["input"] for w in written]
+    inputs += [m for m in mutated_inputs(problem, context.selector_seed, context.mutated_inputs) if m not in inputs]
+    candidates = []
+    for node in programs:
+        outputs = behaviour(problem, node["code"], inputs, backend=context.sandbox) if len(programs) > 1 else ()
+        asserts = frozenset(i for i, w in enumerate(written) if w["expected"] is not None and outputs
+                            and passes_expected(problem, outputs[i], w["expected"]))
+        candidates.append(Candidate(node["id"], node["order"], own_value(node), kit.passes_public(node["execution"]),
+                                    outputs, asserts))
+    chosen, why = select(context.selector, candidates)
+    why.update(changed=chosen.node != state.get("final_node"), tester_inputs=len(written),
+               mutated_inputs=len(inputs) - len(written), programs=len(programs))
+    kit.emit("selected_final", node=chosen.node, selector=context.selector, changed=why["changed"])
+    chosen_node = state["nodes"][chosen.node]
+    runs = len(programs) if len(programs) > 1 and inputs else 0
+    update["cost"] = {**update["cost"], "sandbox_runs": update["cost"].get("sandbox_runs", 0) + runs}
+    update.update(final_node=chosen.node, final_code=chosen_node["code"], selection=why,
+                  public_pass_rate=kit.public_pass_rate(chosen_node["execution"]))
+    return update
+
+
+def add_selection(builder: StateGraph, model: BaseChatModel | None = None, after: str = "finalize") -> None:
+    """End a graph with ``select_final`` after its own ``after`` node (a failed Tester call ends it as it was)."""
+    kit.add_nodes(builder, {"select_final": select_final}, model, on_model_fault=END)
+    builder.add_edge(after, "select_final")
+    builder.add_edge("select_final", END)

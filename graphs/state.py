@@ -122,6 +122,7 @@ class SearchOutput(TypedDict, total=False):
     error: str | None  # why the search ended early when stop_reason is "model_error"
     nodes: Annotated[dict[str, NodeRecord], merge_nodes]
     cost: Annotated[Cost, add_cost]
+    selection: dict | None  # why a selector other than the method's own chose the final program
 
 
 class SearchState(SearchInput, SearchOutput, total=False):
@@ -132,4 +133,4 @@ class SearchState(SearchInput, SearchOutput, total=False):
     # when the budget is spent): the search heads for finalize
 
 
-OUTPUT_KEYS = ("final_code", "final_node", "stop_reason", "public_pass_rate", "error", "nodes", "cost")
+OUTPUT_KEYS = ("final_code", "final_node", "stop_reason", "public_pass_rate", "error", "nodes", "cost", "selection")

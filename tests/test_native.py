@@ -102,7 +102,7 @@ def test_input_output_and_context_json_schemas_build(graph):
     problem = compiled.get_input_jsonschema()["$defs"]["Problem"]
     assert {"id", "prompt", "kind", "entry_point", "public_tests"} <= set(problem["required"])
     assert set(compiled.get_output_jsonschema()["properties"]) == {
-        "final_code", "final_node", "stop_reason", "public_pass_rate", "error", "nodes", "cost"}
+        "final_code", "final_node", "stop_reason", "public_pass_rate", "error", "nodes", "cost", "selection"}
     context = compiled.get_context_jsonschema()["properties"]
     assert "model" in context and all(context[f].get("description") for f in context)
     assert not any(foreign(f, graph) for f in context), "Studio shows only this graph's settings"
@@ -146,9 +146,9 @@ def test_astream_updates_and_custom_events(graph):
     chunks = asyncio.run(collect())
     updates = [c for mode, c in chunks if mode == "updates"]
     events = [c["event"] for mode, c in chunks if mode == "custom"]
-    assert list(updates[0]) == ["start"] and "finalize" in updates[-1]
+    assert list(updates[0]) == ["start"] and "finalize" in updates[-2] and "select_final" in updates[-1]
     assert "node_created" in events and "executed" in events and events[-1] == "finished"
-    assert updates[-1]["finalize"]["public_pass_rate"] == 1.0
+    assert updates[-2]["finalize"]["public_pass_rate"] == 1.0
 
 
 @pytest.mark.parametrize("graph", GRAPHS)

@@ -156,7 +156,8 @@ class EmbeddedServer:
     """llama.cpp's HTTP server for one GGUF file, inside this process, on 127.0.0.1."""
 
     def __init__(self, gguf: Path, *, port: int = 0, n_ctx: int = 8192, threads: int | None = None,
-                 slots: int = 1, verbose: bool = False):
+                 slots: int = 1, verbose: bool = False, tuning: dict | None = None):
+        self.tuning = dict(tuning or {})  # llama.cpp settings by dotted name, e.g. {"n_cache_reuse": 256}
         self.gguf = Path(gguf)
         self.port = port
         self.n_ctx = n_ctx
@@ -188,6 +189,7 @@ class EmbeddedServer:
         params.cpuparams_batch.n_threads = self.threads
         params.verbosity = 3 if self.verbose else -1
         params.warmup = False
+        apply_tuning(params, self.tuning)
         try:
             self._server = xllamacpp.Server(params)
         except RuntimeError as exc:
@@ -212,6 +214,24 @@ class EmbeddedServer:
     def stop(self) -> None:
         """Stop the server and free the model."""
         self._server = None  # the binding's destructor stops the HTTP loop and frees the model
+
+
+def apply_tuning(params, tuning: dict) -> None:
+    """Set llama.cpp server settings by dotted name on ``xllamacpp.CommonParams``; speculative types by their
+    short names (``{"speculative.types": ["ngram_simple"]}``). An unknown name is an error, not ignored."""
+    import xllamacpp
+
+    for name, value in tuning.items():
+        *path, last = name.split(".")
+        target = params
+        for part in path:
+            target = getattr(target, part)
+        if not hasattr(target, last):
+            raise ModelError(f"llama.cpp has no server setting {name!r}")
+        if name == "speculative.types":
+            kinds = xllamacpp.common_speculative_type
+            value = [getattr(kinds, f"COMMON_SPECULATIVE_TYPE_{v.upper()}") for v in value]
+        setattr(target, last, value)
 
 
 def port_is_free(port: int) -> bool:

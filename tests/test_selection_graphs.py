@@ -1,0 +1,94 @@
+"""Selectors at the end of a real graph run, with scripted models (issue 21): resample collecting
+``min_candidates`` public-passing programs, the Tester asked once, the chosen program and why."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from codeforest.bench import Bench
+from codeforest.graphs import resample
+from codeforest.problems import load_dataset
+from tests.fakes import RespondingChatModel, code_reply
+
+PROBLEM = {"id": "T/double", "prompt": 'def f(x):\n    """Return twice x."""\n', "kind": "function",
+           "entry_point": "f", "public_tests": ["assert f(2) == 4"]}
+SQUARE, DOUBLE, SUM = "x * x", "x * 2", "x + x"  # all pass f(2) == 4; only the last two agree elsewhere
+
+
+def script(bodies: list[str], tester: str = ""):
+    prompts: list[str] = []
+
+    def respond(messages):
+        text = "\n".join(str(m.content) for m in messages)
+        prompts.append(text)
+        if "You write test inputs" in text:
+            return tester
+        return code_reply(f"def f(x):\n    return {bodies[len([p for p in prompts if 'test inputs' not in p]) - 1]}")
+
+    return RespondingChatModel(respond=respond), prompts
+
+
+def run(model, **settings):
+    context = resample.ResampleContext(resample_n=5, **settings)
+    return resample.build_graph(model=model).invoke({"problem": PROBLEM}, context=context)
+
+
+def test_public_selector_is_the_papers_rule_and_asks_nothing_more():
+    model, prompts = script([SQUARE, DOUBLE, SUM])
+    out = run(model)
+    assert out["final_code"].endswith(SQUARE) and out["selection"] is None and len(prompts) == 1
+
+
+def test_agreement_over_min_candidates_picks_the_largest_behaviour_group():
+    model, prompts = script([SQUARE, DOUBLE, SUM])
+    out = run(model, selector="agreement", min_candidates=3, tester_inputs=0)
+    assert len(prompts) == 3 and out["stop_reason"] == "passed_public_tests"  # three passing programs, then stop
+    why = out["selection"]
+    assert out["final_node"] == "n2" and out["final_code"].endswith(DOUBLE) and why["changed"]
+    assert [g["nodes"] for g in why["groups"]] == [["n1"], ["n2", "n3"]] and why["tester_inputs"] == 0
+    assert why["mutated_inputs"] == why["inputs"] == 4  # f(3), f(1), f(0), f(-2)
+    assert out["public_pass_rate"] == 1.0 and out["cost"]["sandbox_runs"] == 3 + 3
+
+
+def test_the_tester_is_asked_once_and_its_calls_are_validated():
+    model, prompts = script([SQUARE, DOUBLE, SUM], tester="f(5)\n1. f(-1)\ng(2)\nf(5)")
+    out = run(model, selector="agreement", min_candidates=3, tester_inputs=4, mutated_inputs=0)
+    tester_prompts = [p for p in prompts if "You write test inputs" in p]
+    assert len(tester_prompts) == 1 and "Write 4 different calls of `f`" in tester_prompts[0]
+    assert out["selection"]["tester_inputs"] == 2 and out["selection"]["inputs"] == 2  # f(5), f(-1)
+    assert out["final_node"] == "n2" and out["cost"]["llm_calls"] == 4
+
+
+def test_codet_counts_the_testers_asserts_each_group_passes():
+    model, _ = script([SQUARE, DOUBLE, SUM], tester="assert f(3) == 6\nassert f(1) == 2\nassert f(0) == 1")
+    out = run(model, selector="codet", min_candidates=3, tester_inputs=3, mutated_inputs=0)
+    assert [g["score"] for g in out["selection"]["groups"]] == [0, 4] and out["final_node"] == "n2"
+
+
+def test_an_unreadable_tester_reply_is_counted_and_mutations_still_decide():
+    model, _ = script([SQUARE, DOUBLE, SUM], tester="I cannot help with that.")
+    out = run(model, selector="agreement", min_candidates=3, tester_inputs=3)
+    assert out["cost"]["parse_failures"] == 1 and out["selection"]["tester_inputs"] == 0
+    assert out["final_node"] == "n2"
+
+
+@pytest.mark.parametrize("selector", ["agreement", "codet"])
+def test_private_tests_never_reach_the_tester_or_the_state(selector, fixtures, tmp_path):
+    tasks = load_dataset(str(fixtures / "functions.jsonl"))
+    prompts: list[str] = []
+
+    def respond(messages):
+        prompts.append("\n".join(str(m.content) for m in messages))
+        return "f(1)" if "You write test inputs" in prompts[-1] else code_reply("def nothing():\n    return 0")
+
+    context = resample.ResampleContext(resample_n=2, selector=selector)
+    Bench(["resample"], tasks, tmp_path, context=context, dataset="mini", model=RespondingChatModel(respond=respond)
+          ).run()
+    trees = "".join(p.read_text() for p in (tmp_path / "trees").rglob("*.json"))
+    for task in tasks:
+        for private in task.private_tests.tests:
+            line = private.strip().splitlines()[-1].strip()
+            assert all(line not in p for p in prompts) and line not in trees
+    assert json.loads((tmp_path / "results.jsonl").read_text().splitlines()[0])["graph"] == "resample"
