@@ -12,6 +12,15 @@ from codeforest.problems import Problem
 from codeforest.registry import build_graph, context_for, graph_module, recursion_limit
 
 
+def run_config(graph: str, context) -> dict:
+    """The run's config: the recursion limit its budget needs and room for its parallel branches."""
+    config: dict = {"recursion_limit": recursion_limit(graph, context)}
+    if context.slots_needed() > 1:  # LangGraph's sync executor runs min(32, cpus + 4) branches unless told;
+        # its max_concurrency counts one task beyond the branches (measured: 5 let only 4 Send branches run)
+        config["max_concurrency"] = context.slots_needed() + 1
+    return config
+
+
 def solve(problem: Problem, graph: str = "direct", *, context: object = None,
           model: BaseChatModel | None = None, on_event: Callable[[dict], None] | None = None,
           checkpointer=None, thread_id: str | None = None) -> dict:
@@ -29,9 +38,7 @@ def solve(problem: Problem, graph: str = "direct", *, context: object = None,
         compiled = graph_module(graph).graph
     else:
         compiled = build_graph(graph, checkpointer=checkpointer, model=model)
-    config: dict = {"recursion_limit": recursion_limit(graph, context)}
-    if context.slots_needed() > 1:  # LangGraph's sync executor runs min(32, cpus + 4) branches unless told
-        config["max_concurrency"] = context.slots_needed()
+    config = run_config(graph, context)
     if checkpointer is not None:
         config["configurable"] = {"thread_id": thread_id or problem["id"]}
     started = time.monotonic()

@@ -53,7 +53,8 @@ class RecordingChatModel(BaseChatModel):
     def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs) -> ChatResult:
         result = self.inner._generate(messages, stop=stop, **kwargs)
         node = (getattr(run_manager, "metadata", None) or {}).get("langgraph_node", "?")
-        self.calls.append({"node": node, "max_tokens": kwargs.get("max_tokens"),
+        limit = kwargs.get("max_tokens") or getattr(self.inner, "max_tokens", None)  # bound per call, or the model's
+        self.calls.append({"node": node, "max_tokens": limit,
                            "messages": [{"role": _ROLE[m.type], "content": str(m.content)} for m in messages],
                            "reply": result.generations[0].message.content})
         return result

@@ -15,11 +15,11 @@ from pathlib import Path
 import httpx
 from langgraph_sdk import get_sync_client
 
+from codeforest.api import run_config
 from codeforest.bench import RunnerLost
 from codeforest.context import Context
 from codeforest.graphs.state import OUTPUT_KEYS, add_cost
 from codeforest.problems import Problem
-from codeforest.registry import recursion_limit
 from codeforest.tools.models import redact
 
 NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "codeforest:bench")  # of the thread ids
@@ -75,11 +75,8 @@ class ServerSolver:
         if run is not None and run["status"] == "success":
             return self.client.threads.get_state(thread_id)["values"]
         if run is None:
-            config = {"recursion_limit": recursion_limit(graph, context)}
-            if context.slots_needed() > 1:
-                config["max_concurrency"] = context.slots_needed()
             run = self.client.runs.create(thread_id, graph, input={"problem": problem}, context=server_context(context),
-                                          config=config, multitask_strategy="reject")
+                                          config=run_config(graph, context), multitask_strategy="reject")
         return self._join(thread_id, run["run_id"])
 
     def _join(self, thread_id: str, run_id: str) -> dict:

@@ -95,3 +95,24 @@ def test_the_command_prints_and_writes_the_table(fixtures, tmp_path, capsys):
     assert table in capsys.readouterr().out and "| direct | problems | 2 | 2 | 0.05 | 2 |" in table
     assert main(["bench-concurrency", "--dataset", str(fixtures / "functions.jsonl"), "--concurrency", "8",
                  "--out", str(tmp_path)]) == 2  # three problems cannot fill eight places
+
+
+def test_a_graphs_own_concurrency_is_the_number_of_calls_in_flight():
+    """bester_concurrency=3 sends 3 reflections at once (LangGraph's max_concurrency counts one task more)."""
+    from codeforest.api import solve
+    from codeforest.graphs.bester import BesterContext
+
+    problem = {"id": "T/f", "prompt": "def f(x):\n    pass\n", "kind": "function", "entry_point": "f",
+               "public_tests": ["assert f(1) == 2"]}
+    stamps: list[float] = []
+    started = time.perf_counter()
+
+    def respond(body):
+        stamps.append(time.perf_counter() - started)
+        return any_role_reply(body)
+
+    with ScriptedEndpoint([], delay=0.5, respond=respond) as endpoint:
+        solve(problem, "bester", context=BesterContext(model="scripted", base_url=endpoint.url, bester_width=3,
+                                                       bester_depth=1, bester_concurrency=3))
+    reflections = stamps[1:4]  # after the initial program: the round's three reflections
+    assert len(stamps) == 7 and max(reflections) - min(reflections) < 0.3  # answered together, not one by one
