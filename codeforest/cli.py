@@ -220,13 +220,18 @@ def _add_context_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sandbox", choices=["local", "e2b"])
     p.add_argument("--timeout", dest="test_timeout", type=float, help="seconds per public test")
     p.add_argument("--prompts-dir", help="folder of prompt YAML files overriding the packaged ones")
+    p.add_argument("--selector", choices=["public", "agreement", "codet", "differential"],
+                   help="how the final program is chosen among the search's programs (default: public, the paper's)")
+    p.add_argument("--min-candidates", type=_positive_int,
+                   help="public-passing programs to collect before a search stops (default 1)")
     p.add_argument("--data-dir", help="benchmark folder (default: $CODEFOREST_DATA or ../shared/data)")
 
 
 def context_from_args(args: argparse.Namespace) -> Context:
     """A Context from the CLI flags that were given (others: env or defaults)."""
     given = {k: getattr(args, k) for k in ("model", "base_url", "api_key_env", "temperature", "max_tokens",
-                                           "request_timeout", "retries", "sandbox", "test_timeout", "prompts_dir")
+                                           "request_timeout", "retries", "sandbox", "test_timeout", "prompts_dir",
+                                           "selector", "min_candidates")
              if getattr(args, k, None) is not None}
     context = Context(**given)
     if context.prompts_dir:
@@ -284,7 +289,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
 def _json_order(result: dict) -> dict:
     keys = ["problem_id", "graph", "model", "final_code", "final_node", "stop_reason", "error", "public_pass_rate",
-            "private_passed", "private_pass_rate", "cost", "nodes"]
+            "private_passed", "private_pass_rate", "selection", "cost", "nodes"]
     return {k: result.get(k) for k in keys}
 
 

@@ -56,16 +56,19 @@ class Context(BaseModel):
         "Prompt + completion tokens a run may spend (0: no limit). No model call starts once they are spent; "
         "the search returns its best program so far with stop_reason 'token_budget'. Parallel branches each "
         "check what was spent when they started, so a wide fan-out can overshoot by its last calls."))
-    selector: Literal["public", "agreement", "codet"] = Field(default="public", description=(
+    selector: Literal["public", "agreement", "codet", "differential"] = Field(default="public", description=(
         "How the final program is chosen among the search's distinct programs: 'public', the method's own rule "
         "(each paper); 'agreement', the largest group of programs behaving alike on probe inputs (mutated public "
         "inputs and the Tester's), among those passing the public tests; 'codet', CodeT's group size x "
-        "Tester asserts passed."))
+        "Tester asserts passed; 'differential', S*'s knock-out among the largest groups, the model judging two "
+        "outputs on an input that separates them, asked in both orders."))
     tester_inputs: int = Field(default=10, ge=0, description=(
         "Inputs the Tester writes for a non-public selector (one call per problem; 0: mutated inputs only)."))
     mutated_inputs: int = Field(default=10, ge=0, description=(
         "Type-aware mutations of the public inputs a non-public selector runs (no model call)."))
     selector_seed: int = Field(default=0, ge=0, description="Seed of the mutated inputs drawn.")
+    selector_groups: int = Field(default=3, ge=2, description=(
+        "Largest output groups the 'differential' selector's knock-out compares (two judge calls per pair)."))
     min_candidates: int = Field(default=1, ge=1, description=(
         "Distinct programs passing the public tests that a search which stops at the first one collects before "
         "it stops (1: the paper's rule); the selector then chooses among them."))

@@ -25,10 +25,14 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 from pydantic import Field
 
+from codeforest.tools.models import DEFAULT_TUNING
+
 BASELINE = "baseline"
-# Each setting names llama.cpp server fields (tools.models.apply_tuning); the baseline is codeforest's default.
+# Each setting names llama.cpp server fields (tools.models.apply_tuning); the baseline is llama.cpp's stock server.
 SETTINGS: dict[str, dict] = {
     BASELINE: {},
+    "codeforest_default": DEFAULT_TUNING,
+    "default_batch_512": {**DEFAULT_TUNING, "n_batch": 512},
     "ngram_simple": {"speculative.types": ["ngram_simple"]},
     "ngram_simple_n8": {"speculative.types": ["ngram_simple"], "speculative.ngram_simple.size_n": 8},
     "ngram_mod": {"speculative.types": ["ngram_mod"]},

@@ -191,9 +191,12 @@ def select(state: BesterState, runtime: Runtime[BesterContext]) -> dict:
     kit.emit("selected", node=chosen["id"], round=state["round"], passed=chosen["execution"]["passed"],
              total=chosen["execution"]["total"], best=best["id"])
     update: dict = {"selected": chosen["id"], "best": best["id"]}
-    if not passes(chosen["execution"]) and state["round"] < repair_rounds(context):
+    solved = passes(chosen["execution"])
+    if (not solved or kit.wants_more(nodes, context)) and state["round"] < repair_rounds(context):
         if kit.steps_left(state) < round_steps(context) + 2:  # the round, a select and finalize
             update["stop"] = kit.STEP_LIMIT
+        elif solved and state["selected"]:  # min_candidates: more repairs of the same program, new seeds
+            update["selected"] = state["selected"]
         else:
             update["nodes"] = {chosen["id"]: {"status": "refined"}}  # its reflections come next
     return update
@@ -258,8 +261,9 @@ def finalize(state: BesterState, runtime: Runtime[BesterContext]) -> dict:
     if kit.failed(state):  # a model call failed for good: the best program tested so far
         tested = [n for n in state["nodes"].values() if "execution" in n]
         return kit.finish_node(state, min(tested, key=rank)["id"] if tested else None, "model_error")
-    if passes(state["nodes"][selected]["execution"]):
-        return kit.finish_node(state, selected, "solved")
+    for node_id in (state["best"], selected):  # the same node unless min_candidates kept the search going
+        if passes(state["nodes"][node_id]["execution"]):
+            return kit.finish_node(state, node_id, "solved")
     chosen = state["best"] if final_rule(context) == "best" else selected
     return kit.finish_node(state, chosen, state["stop"] or "depth_exhausted")
 

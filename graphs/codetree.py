@@ -82,8 +82,9 @@ class CodeTreeState(SearchState, total=False):
     pending: list[str]  # BFS/DFS variants: the expansion's children still to write and run, in order
     batch: list[str]  # BFS/DFS variants: that expansion's children, pushed in value order once all have run
     expanding: str | None  # BFS/DFS variants: the node whose reflections come next
-    decision: Literal["accept", "refine", "abort", "next"] | None  # next: a variant's failing program
-    accepted: str | None
+    # next: a variant's failing program; keep: an accepted program while min_candidates asks for more
+    decision: Literal["accept", "refine", "abort", "next", "keep"] | None
+    accepted: str | None  # the first accepted program
     last_failing: str | None
     stop: str | None
 
@@ -295,22 +296,27 @@ def critique(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: Bas
                                              int(score.value))
     if decision == "abort" and reason != "depth limit" and not context.codetree_abort:
         decision, reason = "refine", "refine (w/o node abort)"
-    status = {"accept": "accepted", "refine": "refined", "abort": "aborted", "next": "failed"}[decision]
+    if decision == "accept" and kit.wants_more(state["nodes"], context):  # this node's execution is there already
+        decision, reason = "keep", f"{reason}; searching on for {context.min_candidates} passing programs"
+    status = {"accept": "accepted", "keep": "accepted", "refine": "refined", "abort": "aborted",
+              "next": "failed"}[decision]
     kit.emit("decision", node=node["id"], decision=decision, reason=reason, value=round(value, 4))
     update = {"nodes": {node["id"]: {**record, "value": value, "feedback": feedback, "status": status,
                                      "decision_reason": reason}},
               "decision": decision, "cost": cost, "last_failing": last_failing}
-    if decision == "accept":
-        update["accepted"] = node["id"]
-    elif decision == "next":
-        if not state["pending"] and context.codetree_order != "list":  # the expansion's last program: its
+    if decision in ("accept", "keep"):
+        update["accepted"] = state.get("accepted") or node["id"]
+    if decision in ("next", "keep"):
+        # a variant's expansion has run its last program: its children join the frontier by value (Strategy
+        # List never debugs)
+        if variant(context) and not state["pending"] and context.codetree_order != "list":
             nodes = {**state["nodes"], node["id"]: {**node, "value": value}}
-            # children join the frontier by value (Strategy List never debugs)
             update["frontier"] = push_batch(state["frontier"], state["batch"], nodes, context.codetree_order,
                                             first=node["depth"] == 1)
         if kit.steps_left(state) < 5:  # pick, (reflect, pick,) generate, execute, critique, finalize
             update["stop"] = kit.STEP_LIMIT
-    elif kit.steps_left(state) < (STEPS_PER_PROGRAM if decision == "refine" else STEPS_PER_PROGRAM - 1) + 1:
+    elif decision != "accept" and \
+            kit.steps_left(state) < (STEPS_PER_PROGRAM if decision == "refine" else STEPS_PER_PROGRAM - 1) + 1:
         update["stop"] = kit.STEP_LIMIT  # no room for (a reflection and) another program, then finalize
     return update
 
@@ -390,7 +396,7 @@ def after_critique(state: CodeTreeState, runtime: Runtime[CodeTreeContext]) -> s
     """Finalize on accept, a spent budget or no steps left (no reflection no program can use); else go on."""
     if state["decision"] == "accept" or spent(state, kit.settings(runtime, CONTEXT)) or state.get("stop"):
         return "finalize"
-    return {"refine": "reflect", "abort": "pick", "next": "pick"}[state["decision"]]
+    return {"refine": "reflect", "abort": "pick", "next": "pick", "keep": "pick"}[state["decision"]]
 
 
 def graph_builder(model: BaseChatModel | None = None) -> StateGraph:

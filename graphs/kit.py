@@ -177,6 +177,12 @@ def enough_passing(nodes: dict[str, NodeRecord], context: Context) -> bool:
     return len(passing) >= context.min_candidates
 
 
+def wants_more(nodes: dict[str, NodeRecord], context: Context) -> bool:
+    """A search that would stop at a public-passing program goes on: ``min_candidates`` is above 1 and the
+    tree holds fewer distinct passing programs than that."""
+    return context.min_candidates > 1 and not enough_passing(nodes, context)
+
+
 def public_pass_rate(execution: Execution | None) -> float | None:
     """The share of public tests passed; ``None`` when there are none (the program is unverified)."""
     execution = execution or {}

@@ -102,13 +102,14 @@ class RpmState(SearchState, total=False):
     reflection: str  # the locator's analysis from the latest failed simulation
     rollouts: int
     solved: str | None  # the node ending a roll-out that passed
+    succeeded: str | None  # the first such node while min_candidates keeps the search going
     failure: dict | None  # the last failed roll-out: its code, the located step, the last kept node
     stop: str | None
 
 
 STATE = RpmState
 FRESH = {"topic": None, "path": [], "new_steps": [], "simulated": None, "q": 0.0, "reflection": "", "rollouts": 0,
-         "solved": None, "failure": None, "stop": None}
+         "solved": None, "succeeded": None, "failure": None, "stop": None}
 
 
 def budget(context: RpmContext) -> int:
@@ -288,7 +289,8 @@ def simulate(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel
     tried = _attempt(problem, context, llm, nodes, chosen, steps, purpose=("roll", state["rollouts"]))
     update = {"nodes": {chosen: tried["record"]}, "simulated": chosen, "q": tried["q"], "failure": None}
     if tried["success"]:
-        return {**update, **_solved(nodes, chosen, tried, update["nodes"]), "cost": total_cost(tried["costs"])}
+        return {**update, **_solved(state, context, nodes, chosen, tried, update["nodes"]),
+                "cost": total_cost(tried["costs"])}
     costs, located = tried["costs"], None
     if tried["passed"]:  # every public test passes but the LLM doubts it: keep all of it, try once more
         keep, analysis = len(tried["rolled"]), tried["analysis"]
@@ -338,7 +340,8 @@ def revise(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel |
     costs += tried["costs"]
     updates = merge_nodes(updates, {leaf: tried["record"]})
     if tried["success"]:
-        return {"nodes": updates, **_solved(view, leaf, tried, updates), "q": tried["q"], "cost": total_cost(costs)}
+        return {"nodes": updates, **_solved(state, context, view, leaf, tried, updates), "q": tried["q"],
+                "cost": total_cost(costs)}
     reflection = tried["analysis"] or state["reflection"]
     for node_id in search.path_to(view, leaf)[1:]:  # the re-roll-out's reflection goes to the path
         updates = merge_nodes(updates, {node_id: {"reflection": reflection}})
@@ -362,8 +365,8 @@ def backpropagate(state: RpmState, runtime: Runtime[RpmContext]) -> dict:
 def finalize(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel | None = None) -> dict:
     """Return the passing roll-out's code; else implement the highest-valued node's path once more."""
     context = kit.settings(runtime, CONTEXT)
-    if state.get("solved"):
-        node = state["nodes"][state["solved"]]
+    if state.get("solved") or state.get("succeeded"):
+        node = state["nodes"][state.get("succeeded") or state["solved"]]  # the first success
         return kit.finish(state, node["id"], node["final_code"], node["execution"], "solved")
     reason = state.get("stop") or "budget_exhausted"
     if kit.failed(state):  # a model call failed for good: the best program tested so far
@@ -410,13 +413,17 @@ def _attempt(problem: Problem, context: RpmContext, llm: BaseChatModel, nodes: d
             "costs": [rolled.cost, {**program.cost, "programs": 1, "sandbox_runs": 1}, judged.cost]}
 
 
-def _solved(nodes: dict[str, NodeRecord], leaf: str, tried: dict, updates: dict) -> dict:
-    """The update that ends the search: the passing roll-out's steps grafted below ``leaf``, its program kept."""
+def _solved(state: RpmState, context: RpmContext, nodes: dict[str, NodeRecord], leaf: str, tried: dict,
+            updates: dict) -> dict:
+    """The update that ends the search: the passing roll-out's steps grafted below ``leaf``, its program kept;
+    while ``min_candidates`` asks for more passing programs, the first success is kept and the search goes on."""
     grafted = _graft(nodes, leaf, tried["rolled"], tried["q"])
     updates.update(grafted)
     solved = list(grafted)[-1] if grafted else leaf
     updates.setdefault(solved, {}).update(passing=True, final_code=tried["code"],
                                           execution=tried["record"]["execution"], status=tried["record"]["status"])
+    if kit.wants_more(merge_nodes(nodes, updates), context):
+        return {"succeeded": state.get("succeeded") or solved}
     return {"solved": solved}
 
 

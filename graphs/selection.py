@@ -5,7 +5,9 @@ the public tests, and its output vector on the probe inputs (``tools.probes``). 
 private test. ``public`` is each paper's own rule and stays the default; the others choose among the
 public-passing candidates (all of them when none passes):
 - ``agreement``: the largest group of identical output vectors (AlphaCode / MBR-exec);
-- ``codet``: CodeT's dual agreement, group size x generated asserts the group passes.
+- ``codet``: CodeT's dual agreement, group size x generated asserts the group passes;
+- ``differential``: S*'s pairwise choice: agreement's leading groups meet in a knock-out, each pair judged by
+  the model on an input that separates them, in both orders (a judgement counts only when both agree).
 Ties between groups go to the method's value, then the earliest program, and are recorded.
 
 ``add_selection`` puts the ``select_final`` node after a graph's own finalize: with a selector other than
@@ -15,17 +17,19 @@ replaces the final program by the selector's choice, still reported by its publi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, StateGraph
 from langgraph.runtime import Runtime
 
+from codeforest.agents import judge as judges
 from codeforest.agents import tester
 from codeforest.context import Context
 from codeforest.graphs import kit
-from codeforest.graphs.state import NodeRecord, SearchState
-from codeforest.tools.probes import behaviour, mutated_inputs, rejected
+from codeforest.graphs.state import NodeRecord, SearchState, total_cost
+from codeforest.tools.probes import TIMEOUT, behaviour, mutated_inputs, rejected
 from codeforest.tools.testing import outputs_match
 
 
@@ -98,6 +102,67 @@ def select(rule: str, candidates: list[Candidate]) -> tuple[Candidate, dict]:
     return _pick(chosen), why
 
 
+def separating_input(a: Candidate, b: Candidate, inputs: list[int]) -> int | None:
+    """The first kept input on which two candidates behave differently, one where neither raises or times out
+    if there is such an input."""
+    differ = [i for i in inputs if a.outputs[i] != b.outputs[i]]
+    clean = [i for i in differ if not any(o == TIMEOUT or o.startswith("<raised ")
+                                          for o in (a.outputs[i], b.outputs[i]))]
+    return (clean or differ or [None])[0]
+
+
+def ranked_groups(groups: list[list[Candidate]]) -> list[list[Candidate]]:
+    """Groups by size, then the best value in them, then their earliest program."""
+    return sorted(groups, key=lambda g: (-len(g), -max(c.value for c in g), min(c.order for c in g)))
+
+
+Judge = Callable[[int, str, str], "str | None"]  # (input index, output shown first, shown second) -> first|second|None
+
+
+def knockout(groups: list[list[Candidate]], inputs: list[int], judge: Judge,
+             top: int) -> tuple[list[Candidate], list[dict]]:
+    """S*'s pairwise choice over the ``top`` leading groups: the leader meets each challenger on an input that
+    separates them, judged in both orders; a judgement counts only when both orders agree, otherwise the
+    comparison abstains and the larger (earlier-ranked) group stays. The winner and every comparison."""
+    ranked = ranked_groups(groups)[:max(1, top)]
+    champion, record = ranked[0], []
+    for challenger in ranked[1:]:
+        a, b = _pick(champion), _pick(challenger)
+        index = separating_input(a, b, inputs)
+        if index is None:
+            continue
+        forward = judge(index, a.outputs[index], b.outputs[index])
+        backward = judge(index, b.outputs[index], a.outputs[index])
+        if forward == "second" and backward == "first":
+            verdict = "challenger"
+        elif forward == "first" and backward == "second":
+            verdict = "leader"
+        else:
+            verdict = "abstained"
+        record.append({"leader": a.node, "challenger": b.node, "input": index, "answers": [forward, backward],
+                       "verdict": verdict})
+        if verdict == "challenger":
+            champion = challenger
+    return champion, record
+
+
+def differential(candidates: list[Candidate], judge: Judge, top: int) -> tuple[Candidate, dict]:
+    """The ``differential`` selector: agreement's groups, then the knock-out; why, with the abstention rate."""
+    among = pool(candidates)
+    inputs = kept_inputs(among)
+    groups = output_groups(among, inputs)
+    winner, comparisons = knockout(groups, inputs, judge, top)
+    abstained = sum(1 for c in comparisons if c["verdict"] == "abstained")
+    width = min((len(c.outputs) for c in among), default=0)
+    why = {"selector": "differential", "inputs": len(inputs), "dropped_inputs": width - len(inputs),
+           "groups": [{"nodes": [c.node for c in g], "size": len(g), "score": len(g)} for g in groups],
+           "comparisons": comparisons, "abstained": abstained,
+           "abstention_rate": round(abstained / len(comparisons), 3) if comparisons else None,
+           "tie_broken": len(groups) > 1 and len(ranked_groups(groups)[0]) == len(ranked_groups(groups)[1]),
+           "among": "public-passing" if any(c.public for c in candidates) else "all"}
+    return _pick(winner), why
+
+
 # --- the graph node ------------------------------------------------------------------------------------
 
 def distinct_programs(nodes: dict[str, NodeRecord]) -> list[NodeRecord]:
@@ -145,7 +210,19 @@ def select_final(state: SearchState, runtime: Runtime[Context], model: BaseChatM
                             and passes_expected(problem, outputs[i], w["expected"]))
         candidates.append(Candidate(node["id"], node["order"], own_value(node), kit.passes_public(node["execution"]),
                                     outputs, asserts))
-    chosen, why = select(context.selector, candidates)
+    if context.selector == "differential":
+        costs: list[dict] = []
+
+        def judge(index: int, first: str, second: str) -> str | None:
+            reply = judges.compare_outputs(kit.chat_model(context, model), kit.prompt(context, "judge"), problem,
+                                           given=inputs[index], first=first, second=second)
+            costs.append(reply.cost)
+            return reply.value
+
+        chosen, why = differential(candidates, judge, context.selector_groups)
+        update["cost"] = total_cost([update["cost"], *costs])
+    else:
+        chosen, why = select(context.selector, candidates)
     why.update(changed=chosen.node != state.get("final_node"), tester_inputs=len(written),
                mutated_inputs=len(inputs) - len(written), programs=len(programs))
     kit.emit("selected_final", node=chosen.node, selector=context.selector, changed=why["changed"])

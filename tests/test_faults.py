@@ -84,7 +84,9 @@ def test_persistent_faults_end_the_search_with_its_partial_result(graph, fault):
 
 def test_a_fault_in_one_of_several_parallel_branches_ends_the_search_once(caplog):
     events = []
-    api = endpoint(faults=[None] * 3 + ["500"] * 2)  # BESTER: initial, 2 reflections, then a repair fails twice
+    # BESTER: initial, 2 reflections, then the two parallel repairs meet three 500s: whatever order the
+    # attempts arrive in, one repair fails both of its attempts
+    api = endpoint(faults=[None] * 3 + ["500"] * 3)
     try:
         out = solve(INC, "bester", context=context("bester", api, retries=1, bester_concurrency=2),
                     on_event=events.append)

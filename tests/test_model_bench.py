@@ -93,3 +93,18 @@ def test_record_and_replay_with_the_small_model(fixtures, tmp_path):
     first = report["lines"][0]
     assert first["differ"] == [] and first["decode_tps"] > 0 and first["peak_rss_mb"] > 100
     assert report["baseline_self_mismatch"] == len(report["lines"][1]["differ"])
+
+
+def test_the_embedded_server_settings_come_from_the_defaults_or_the_environment(monkeypatch):
+    from codeforest.tools.models import DEFAULT_TUNING, TUNING_ENV, ModelError, tuning_from_env
+
+    monkeypatch.delenv(TUNING_ENV, raising=False)
+    assert tuning_from_env() == DEFAULT_TUNING and SETTINGS["codeforest_default"] == DEFAULT_TUNING
+    monkeypatch.setenv(TUNING_ENV, "{}")  # llama.cpp's stock server, the "before" of a comparison
+    assert tuning_from_env() == {}
+    monkeypatch.setenv(TUNING_ENV, '{"n_batch": 512}')
+    assert tuning_from_env() == {"n_batch": 512}
+    for bad in ("n_batch=512", "[1]"):
+        monkeypatch.setenv(TUNING_ENV, bad)
+        with pytest.raises(ModelError, match=TUNING_ENV):
+            tuning_from_env()

@@ -110,3 +110,51 @@ def test_codet_weighs_groups_by_the_generated_asserts_they_pass():
     chosen, why = select("codet", candidates)
     assert chosen.node == "n3" and [g["score"] for g in why["groups"]] == [2, 3]
     assert select("agreement", candidates)[0].node == "n1"
+
+
+def _judged(outputs: dict[str, tuple[str, ...]], values: dict[str, float] | None = None) -> list[Candidate]:
+    return [Candidate(node, i, (values or {}).get(node, 0.0), True, out)
+            for i, (node, out) in enumerate(outputs.items())]
+
+
+def test_differential_takes_the_challenger_only_when_both_orders_agree():
+    from codeforest.graphs.selection import differential
+
+    # n1, n2 agree (the largest group, wrong on input 1); n3 alone is right; input 0 raises in n3, so input 1 is used
+    candidates = _judged({"n1": ("<raised ValueError>", "5"), "n2": ("<raised ValueError>", "5"),
+                          "n3": ("0", "6"), "n4": ("0", "6"), "n5": ("1", "7")})
+    asked = []
+
+    def fair(index, first, second):  # knows the right outputs: 0 on input 0, 6 on input 1
+        asked.append((index, first, second))
+        return "first" if first in ("0", "6") else "second" if second in ("0", "6") else None
+
+    chosen, why = differential(candidates, fair, top=3)
+    assert chosen.node == "n3" and [c["verdict"] for c in why["comparisons"]] == ["challenger", "leader"]
+    assert asked[:2] == [(1, "5", "6"), (1, "6", "5")] and why["abstention_rate"] == 0.0  # both orders, in turn
+    assert why["tie_broken"] is True  # two groups of two: the leader came from the tie-break
+
+    def positional(index, first, second):  # the 1.5B model's habit: always the one shown first
+        return "first"
+
+    chosen, why = differential(candidates, positional, top=3)
+    assert chosen.node == "n1" and why["abstained"] == 2 and why["abstention_rate"] == 1.0
+    chosen, why = differential(candidates, fair, top=2)  # only the two largest groups meet
+    assert chosen.node == "n3" and len(why["comparisons"]) == 1
+
+
+def test_differential_with_one_group_asks_nothing():
+    from codeforest.graphs.selection import differential
+
+    def never(*_):
+        raise AssertionError("no comparison to make")
+
+    chosen, why = differential(_judged({"n1": ("1",), "n2": ("1",)}), never, top=3)
+    assert chosen.node == "n1" and why["comparisons"] == [] and why["abstention_rate"] is None
+
+
+def test_the_judge_reads_the_last_answer_line():
+    from codeforest.agents.judge import parse_choice
+
+    assert parse_choice("A looks odd.\nAnswer: B") == "second" and parse_choice("**Answer:** A") == "first"
+    assert parse_choice("Output A is right") is None and parse_choice("Answer: A\n...\nAnswer: B") == "second"

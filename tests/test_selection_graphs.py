@@ -92,3 +92,75 @@ def test_private_tests_never_reach_the_tester_or_the_state(selector, fixtures, t
             line = private.strip().splitlines()[-1].strip()
             assert all(line not in p for p in prompts) and line not in trees
     assert json.loads((tmp_path / "results.jsonl").read_text().splitlines()[0])["graph"] == "resample"
+
+
+def test_the_command_line_chooses_the_selector(tmp_path, capsys):
+    from codeforest.cli import main
+    from codeforest.scripted_endpoint import ScriptedEndpoint
+
+    bodies = iter([SQUARE, DOUBLE, SUM])
+    problem = tmp_path / "double.jsonl"
+    problem.write_text(json.dumps({"task_id": "T/double", "prompt": PROBLEM["prompt"], "entry_point": "f",
+                                   "given_tests": PROBLEM["public_tests"],
+                                   "test": "def check(f):\n    assert f(3) == 6\n"}) + "\n")
+    def respond(body):
+        if "You write test inputs" in json.dumps(body):
+            return "f(5)"
+        return code_reply(f"def f(x):\n    return {next(bodies)}")
+
+    with ScriptedEndpoint([], respond=respond) as api:
+        assert main(["solve", "--problem-file", str(problem), "--graph", "resample", "--selector", "agreement",
+                     "--min-candidates", "3", "--base-url", api.url, "--model", "scripted", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["final_code"].endswith(DOUBLE) and out["private_passed"] is True
+    assert out["selection"]["selector"] == "agreement" and out["selection"]["tester_inputs"] == 1
+
+
+@pytest.mark.parametrize(("graph", "wanted"), [("codetree", 2), ("bester", 3), ("rpm_mcts", 2)])
+def test_min_candidates_keeps_a_search_going_past_its_first_passing_program(graph, wanted):
+    from tests.test_native import INC, Universal
+    from tests.test_native import run as run_graph
+
+    bodies = ["x + 1", "1 + x", "x - (-1)", "(x + 2) - 1", "x + True", "sum([x, 1])", "x + 2 - 1", "-(-x - 1)"]
+
+    def scripted():
+        universal, written = Universal(), []
+
+        def respond(messages):
+            reply = universal.reply("\n".join(str(m.content) for m in messages))
+            if reply.startswith("```python"):  # every program passes, each one different
+                written.append(bodies[len(written) % len(bodies)])
+                return f"```python\ndef inc(x):\n    return {written[-1]}\n```"
+            return reply
+
+        return RespondingChatModel(respond=respond), written
+
+    model, written = scripted()
+    first = run_graph(graph, INC, model=model)
+    assert len(written) == 1 and first["final_code"].endswith(bodies[0])  # the paper's rule: stop at the first
+    model, written = scripted()
+    out = run_graph(graph, INC, model=model, min_candidates=wanted)
+    passing = {n["code"] for n in out["nodes"].values() if n.get("code") and n["execution"]["passed"] == 2}
+    assert len(written) == wanted == len(passing) and out["stop_reason"] in ("accepted", "solved")
+    assert out["final_code"] == first["final_code"]  # the selector (public here) is what changes the choice
+
+
+def test_differential_asks_the_judge_both_ways_and_counts_its_calls():
+    prompts: list[str] = []
+    bodies = iter([SQUARE, SQUARE + " + 0", DOUBLE])  # the wrong behaviour is the larger group here
+
+    def respond(messages):
+        text = "\n".join(str(m.content) for m in messages)
+        prompts.append(text)
+        if "gave different outputs" in text:
+            first, second = (text.split(f"Output {x}:\n")[1].split("\n")[0] for x in "AB")
+            right = 2 * int(text.split("Input:\nf(")[1].split(")")[0])
+            return "Answer: A" if first == str(right) else "Answer: B" if second == str(right) else "Unsure."
+        return code_reply(f"def f(x):\n    return {next(bodies)}")
+
+    out = run(RespondingChatModel(respond=respond), selector="differential", min_candidates=3, tester_inputs=0)
+    judged = [p for p in prompts if "gave different outputs" in p]
+    why = out["selection"]
+    assert out["final_code"].endswith(DOUBLE) and why["selector"] == "differential" and why["changed"]
+    assert len(judged) == 2 and why["comparisons"][0]["verdict"] == "challenger" and why["abstention_rate"] == 0.0
+    assert out["cost"]["llm_calls"] == 3 + 2

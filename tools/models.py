@@ -152,8 +152,32 @@ def _is_verified(target: Path, stamp: Path, spec: EmbeddedModel) -> bool:
     return stamp.read_text().split() == [spec.sha256, str(stat.st_size), str(stat.st_mtime_ns)]
 
 
+# llama.cpp server settings the embedded model starts with, chosen with `codeforest bench-model`
+# (measurements/bench-model): each kept greedy replies identical to the stock server's. The prompt-prefix reuse
+# skips re-reading the program a repair prompt repeats; the host prompt cache (8 GiB by default) grew runs to 7 GB.
+DEFAULT_TUNING: dict = {"n_cache_reuse": 256, "cache_ram_mib": 256}
+TUNING_ENV = "CODEFOREST_LLAMA_SETTINGS"
+
+
+def tuning_from_env() -> dict:
+    """The embedded server's settings: ``$CODEFOREST_LLAMA_SETTINGS`` (a JSON object replacing the defaults;
+    ``{}`` is llama.cpp's stock server) or ``DEFAULT_TUNING``."""
+    raw = os.environ.get(TUNING_ENV, "").strip()
+    if not raw:
+        return dict(DEFAULT_TUNING)
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ModelError(f"{TUNING_ENV} is not JSON ({exc.msg}); give an object such as "
+                         '\'{"n_cache_reuse": 256}\', or {} for llama.cpp\'s stock settings') from exc
+    if not isinstance(value, dict):
+        raise ModelError(f"{TUNING_ENV} must be a JSON object of llama.cpp server settings, not {raw!r}")
+    return value
+
+
 class EmbeddedServer:
-    """llama.cpp's HTTP server for one GGUF file, inside this process, on 127.0.0.1."""
+    """llama.cpp's HTTP server for one GGUF file, inside this process, on 127.0.0.1; ``tuning`` sets server
+    fields by dotted name (none given: llama.cpp's stock settings)."""
 
     def __init__(self, gguf: Path, *, port: int = 0, n_ctx: int = 8192, threads: int | None = None,
                  slots: int = 1, verbose: bool = False, tuning: dict | None = None):
@@ -250,12 +274,13 @@ _servers_lock = threading.Lock()
 
 def embedded_server(gguf: Path, n_ctx: int = 8192, slots: int = 1, progress=None) -> EmbeddedServer:
     """The process-wide server for a GGUF file, started on first use and stopped at exit."""
-    key = (str(gguf), n_ctx, slots)
+    tuning = tuning_from_env()
+    key = (str(gguf), n_ctx, slots, json.dumps(tuning, sort_keys=True))
     with _servers_lock:
         if key not in _servers:
             if progress:
                 progress(f"Starting the embedded llama.cpp server with {Path(gguf).name}")
-            _servers[key] = EmbeddedServer(gguf, n_ctx=n_ctx, slots=slots).start()
+            _servers[key] = EmbeddedServer(gguf, n_ctx=n_ctx, slots=slots, tuning=tuning).start()
         return _servers[key]
 
 
