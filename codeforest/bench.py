@@ -277,12 +277,23 @@ class Bench:
                 record["error"] = f"model_error: {output['error']}"
             score = score_private(task, record["final_code"], backend=self.context.sandbox)
             record.update(private_passed=bool(score.passed), private_pass_rate=score.pass_rate or 0.0)
+            if output.get("selection"):
+                record["selection"] = self._scored_selection(task, output["selection"], record)
         except RunnerLost:
             raise
         except Exception as exc:  # noqa: BLE001 - one problem's failure must not end the run
             record["error"] = redact(f"{type(exc).__name__}: {exc}")
             record["traceback"] = redact(traceback.format_exc(limit=8))
         return nodes
+
+    def _scored_selection(self, task: Task, selection: dict, record: dict) -> dict:
+        """The selector's account without the method's own program, plus that program's private verdict
+        (scored here only when the selector replaced it)."""
+        kept = {k: v for k, v in selection.items() if k != "own_code"}
+        own = record["private_passed"]
+        if selection.get("changed"):
+            own = bool(score_private(task, selection.get("own_code") or "", backend=self.context.sandbox).passed)
+        return {**kept, "own_private_passed": own}
 
     def _append(self, record: dict, nodes: dict) -> None:
         with self._write_lock:

@@ -54,7 +54,7 @@ def row(graph: str, mode: str, n: int, problems: int, serial_s: float, wall_s: f
         delay: float) -> dict:
     """One line of the table: the speed-up over one at a time and the share outside model and sandbox."""
     return {"graph": graph, "mode": mode, "n": n, "problems": problems, "delay_s": delay,
-            "calls": sum(r["llm_calls"] for r in records), "serial_s": round(serial_s, 2), "wall_s": round(wall_s, 2),
+            "calls": sum(r["llm_calls"] for r in records), "serial_s": round(serial_s, 3), "wall_s": round(wall_s, 3),
             "speedup": round(serial_s / wall_s, 2), "efficiency": round(serial_s / wall_s / n, 2),
             "outside_share": round(outside_share(records), 4)}
 

@@ -109,6 +109,49 @@ SUMMARY_COLUMNS = ("graph", "model", "budget", "problems", "pass@1 (95% CI)", "m
                    "calls/problem", "tokens/solved", "public-pass share", "errors")
 
 
+SELECTION_COLUMNS = ("graph", "problems", "public-passing but wrong", "selector changed the final", "fixed",
+                     "broke", "judge abstentions")
+
+
+def selection_rows(records: list[dict]) -> list[dict]:
+    """Per run: finals that pass every public test but fail the private ones, and, where a selector ran, how
+    often it replaced the method's own program and whether that fixed or broke it (private verdicts, scored by
+    the harness); the judge's abstentions under ``differential``."""
+    groups: dict[str, list[dict]] = {}
+    for record in latest_records(records):
+        if not record.get("error"):
+            groups.setdefault(run_label(record), []).append(record)
+    rows = []
+    for label, group in groups.items():
+        chosen = [r for r in group if r.get("selection")]
+        changed = [r for r in chosen if r["selection"].get("changed")]
+        comparisons = [c for r in chosen for c in r["selection"].get("comparisons") or []]
+        rows.append({
+            "graph": label, "problems": len(group),
+            "public_but_wrong": sorted(r["problem_id"] for r in group
+                                       if r.get("public_pass_rate") == 1.0 and not r.get("private_passed")),
+            "selected": len(chosen), "changed": len(changed),
+            "fixed": sorted(r["problem_id"] for r in changed
+                            if r.get("private_passed") and not r["selection"].get("own_private_passed")),
+            "broke": sorted(r["problem_id"] for r in changed
+                            if r["selection"].get("own_private_passed") and not r.get("private_passed")),
+            "comparisons": len(comparisons),
+            "abstained": sum(1 for c in comparisons if c.get("verdict") == "abstained"),
+        })
+    return sorted(rows, key=lambda r: r["graph"])
+
+
+def selection_cells(row: dict) -> list[str]:
+    """A selection row as table cells (problem ids after the counts)."""
+    def ids(found: list[str]) -> str:
+        return f"{len(found)}" + (f" ({', '.join(found)})" if found else "")
+
+    judged = f"{row['abstained']} of {row['comparisons']}" if row["comparisons"] else "-"
+    changed = f"{row['changed']} of {row['selected']}" if row["selected"] else "-"
+    return [row["graph"], str(row["problems"]), ids(row["public_but_wrong"]), changed,
+            ids(row["fixed"]) if row["selected"] else "-", ids(row["broke"]) if row["selected"] else "-", judged]
+
+
 def summary_cells(row: dict) -> list[str]:
     """A summary row as the strings shown in the terminal and Markdown tables."""
     budget = row["budget"] or {}
@@ -156,6 +199,8 @@ def markdown(records: list[dict]) -> str:
                 f"solves {len(won)} that {base} fails ({', '.join(won) or 'none'}), "
                 f"fails {len(lost)} that {base} solves ({', '.join(lost) or 'none'})")
 
+    parts += ["## Public-passing finals and selectors", _table(SELECTION_COLUMNS,
+                                                              [selection_cells(r) for r in selection_rows(latest)])]
     if len(graphs) > 1:
         parts += [f"## Against {graphs[0]}, problem by problem", "\n".join(compare(g, graphs[0]) for g in graphs[1:])]
     graph_of = {run_label(r): r["graph"] for r in latest}

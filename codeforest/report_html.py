@@ -14,7 +14,14 @@ import json
 from pathlib import Path
 
 from codeforest.bench import _safe_name, latest_records, read_results, run_label
-from codeforest.report import SUMMARY_COLUMNS, report, summary_cells
+from codeforest.report import (
+    SELECTION_COLUMNS,
+    SUMMARY_COLUMNS,
+    report,
+    selection_cells,
+    selection_rows,
+    summary_cells,
+)
 
 PAGE = "report.html"
 X_STEP, Y_STEP, RADIUS = 34, 56, 11
@@ -85,6 +92,26 @@ def tree_svg(nodes: dict, final: str | None, key: str) -> str:
     return "".join(parts)
 
 
+def groups_html(record: dict) -> str:
+    """The selector's output groups of one run (largest first as recorded), the chosen program's group marked;
+    empty when no selector ran."""
+    why = record.get("selection")
+    if not why:
+        return ""
+    final = record.get("final_node")
+    rows = [[str(i), str(g["size"]), html.escape(", ".join(g["nodes"])), str(g.get("score", g["size"])),
+             "chosen" if final in g["nodes"] else ""] for i, g in enumerate(why.get("groups") or [], 1)]
+    verdict = ("changed the method's own choice " + html.escape(str(why.get("own_node")))
+               if why.get("changed") else "kept the method's own choice")
+    judged = why.get("comparisons") or []
+    judges = f", {len(judged)} judged comparisons ({why.get('abstained', 0)} abstained)" if judged else ""
+    return (f'<div class="groups"><p>Selector <b>{html.escape(str(why.get("selector")))}</b> over '
+            f'{why.get("programs", "?")} programs, {why.get("inputs", 0)} probe inputs '
+            f'({why.get("dropped_inputs", 0)} dropped){judges}: {verdict}'
+            f'{" (a tie was broken)" if why.get("tie_broken") else ""}.</p>'
+            f'{_table(["group", "programs", "nodes", "score", ""], rows)}</div>')
+
+
 def _table(header, rows) -> str:
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
@@ -120,7 +147,7 @@ def html_report(out_dir: str | Path) -> Path:
         anchor = _safe_name(f"{graph}-{problem}")
         verdict = "error" if record.get("error") else "pass" if record.get("private_passed") else "fail"
         trees.append(f'<details id="{anchor}"><summary>{html.escape(graph)} · {html.escape(problem)} · {verdict} '
-                     f'· {html.escape(str(record.get("stop_reason")))}</summary><div class="pair">'
+                     f'· {html.escape(str(record.get("stop_reason")))}</summary>{groups_html(record)}<div class="pair">'
                      f'{tree_svg(nodes, record.get("final_node"), anchor)}<pre class="panel">Click a node.</pre>'
                      f"</div></details>")
     body = [f"<h1>codeforest report: {html.escape(out.name)}</h1>",
@@ -129,6 +156,8 @@ def html_report(out_dir: str | Path) -> Path:
             f'<img alt="pass@1 against tokens" src="data:image/png;base64,{plot}">' if plot else "",
             "<h2>Per problem (private tests)</h2>",
             _table(["problem", *graphs], [[html.escape(p), *(outcome(g, p) for g in graphs)] for p in problems]),
+            "<h2>Public-passing finals and selectors</h2>",
+            _table(SELECTION_COLUMNS, [[html.escape(c) for c in selection_cells(r)] for r in selection_rows(latest)]),
             "<h2>Search trees</h2>",
             '<p class="legend"><span style="color:#2e9b4f">●</span> passes every public test '
             '<span style="color:#e0a030">●</span> some <span style="color:#c8413b">●</span> none '

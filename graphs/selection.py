@@ -223,14 +223,18 @@ def select_final(state: SearchState, runtime: Runtime[Context], model: BaseChatM
         update["cost"] = total_cost([update["cost"], *costs])
     else:
         chosen, why = select(context.selector, candidates)
-    why.update(changed=chosen.node != state.get("final_node"), tester_inputs=len(written),
+    chosen_node, own_code = state["nodes"][chosen.node], state.get("final_code") or ""
+    changed = chosen_node["code"] != own_code  # by text: a method may return its program from another node
+    # the method's own choice stays in the result, so a harness can tell whether the selector fixed or broke it
+    why.update(changed=changed, own_node=state.get("final_node"), own_code=own_code, tester_inputs=len(written),
                mutated_inputs=len(inputs) - len(written), programs=len(programs))
-    kit.emit("selected_final", node=chosen.node, selector=context.selector, changed=why["changed"])
-    chosen_node = state["nodes"][chosen.node]
+    kit.emit("selected_final", node=chosen.node, selector=context.selector, changed=changed)
     runs = len(programs) if len(programs) > 1 and inputs else 0
     update["cost"] = {**update["cost"], "sandbox_runs": update["cost"].get("sandbox_runs", 0) + runs}
-    update.update(final_node=chosen.node, final_code=chosen_node["code"], selection=why,
-                  public_pass_rate=kit.public_pass_rate(chosen_node["execution"]))
+    update["selection"] = why
+    if changed:
+        update.update(final_node=chosen.node, final_code=chosen_node["code"],
+                      public_pass_rate=kit.public_pass_rate(chosen_node["execution"]))
     return update
 
 

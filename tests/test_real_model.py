@@ -179,3 +179,22 @@ def test_rpm_mcts_small_solve_with_a_knowledge_base_on_disk(tmp_path):
     assert proposed and all(0.0 <= n["kb_reward"] <= 1.0 for n in proposed)
     assert out["stop_reason"] in ("solved", "budget_exhausted") and "def add_one" in out["final_code"]
     assert out["cost"]["llm_calls"] >= 6 and out["private_passed"] is not None
+
+
+def test_resample_with_agreement_chooses_among_real_samples():
+    """Resample (3 samples at most, the issue's 8 are too slow for CI) collecting 2 distinct public-passing
+    programs of HumanEval/0, then the agreement selector over the Tester's calls and mutated public inputs."""
+    out = _solve_json("--graph", "resample", "--dataset", "humaneval", "--problem", "HumanEval/0",
+                      "--selector", "agreement", "--min-candidates", "2",
+                      env={"CODEFOREST_RESAMPLE_N": "3", "CODEFOREST_TESTER_INPUTS": "3"})
+    why, nodes = out["selection"], out["nodes"]
+    samples = [n for n in nodes.values() if n.get("code")]
+    distinct = {n["code"]: n["id"] for n in reversed(samples)}  # each text's earliest node
+    passing = [i for i in distinct.values() if nodes[i]["execution"]["passed"] == nodes[i]["execution"]["total"]]
+    assert why["selector"] == "agreement" and why["programs"] == len(distinct) >= 2
+    assert out["cost"]["llm_calls"] == len(samples) + 1  # the samples and one Tester call
+    assert sorted(i for g in why["groups"] for i in g["nodes"]) == sorted(passing or distinct.values())
+    largest = max(g["size"] for g in why["groups"])
+    assert any(out["final_node"] in g["nodes"] for g in why["groups"] if g["size"] == largest)
+    assert why["inputs"] + why["dropped_inputs"] == why["tester_inputs"] + why["mutated_inputs"] > 0
+    assert out["final_code"] == nodes[out["final_node"]]["code"] and "def has_close_elements" in out["final_code"]

@@ -164,3 +164,30 @@ def test_differential_asks_the_judge_both_ways_and_counts_its_calls():
     assert out["final_code"].endswith(DOUBLE) and why["selector"] == "differential" and why["changed"]
     assert len(judged) == 2 and why["comparisons"][0]["verdict"] == "challenger" and why["abstention_rate"] == 0.0
     assert out["cost"]["llm_calls"] == 3 + 2
+
+
+def test_the_harness_scores_the_methods_own_choice_and_reports_what_the_selector_fixed(tmp_path):
+    from codeforest.report import markdown
+    from codeforest.report_html import html_report
+
+    data = tmp_path / "double.jsonl"
+    data.write_text(json.dumps({"task_id": "T/double", "prompt": PROBLEM["prompt"], "entry_point": "f",
+                                "given_tests": PROBLEM["public_tests"],
+                                "test": "def check(f):\n    assert f(3) == 6\n"}) + "\n")
+    model, _ = script([SQUARE, DOUBLE, SUM])  # resample's own rule keeps the square: public-passing, wrong
+    out = tmp_path / "run"
+    for selector in ("public", "agreement"):
+        context = resample.ResampleContext(resample_n=5, selector=selector, min_candidates=3, tester_inputs=0)
+        Bench(["resample"], load_dataset(str(data)), out, context=context, dataset="double",
+              model=model if selector == "public" else script([SQUARE, DOUBLE, SUM])[0]).run()
+    records = {r["settings"].get("selector", "public"): r for r in map(json.loads, (out / "results.jsonl").open())}
+    assert records["public"]["private_passed"] is False and "selection" not in records["public"]
+    chosen = records["agreement"]
+    assert chosen["private_passed"] is True and chosen["selection"]["own_private_passed"] is False
+    assert "own_code" not in chosen["selection"] and chosen["selection"]["own_node"] == "n1"
+    table = markdown(list(records.values()))
+    labels = "resample min_candidates=3 resample_n=5"
+    assert f"| {labels} tester_inputs=0 | 1 | 1 (T/double) | - | - | - | - |" in table
+    assert f"| {labels} selector=agreement tester_inputs=0 | 1 | 0 | 1 of 1 | 1 (T/double) | 0 | - |" in table
+    page = html_report(out).read_text()
+    assert "Selector <b>agreement</b>" in page and "changed the method's own choice n1" in page
