@@ -152,6 +152,11 @@ def _parser() -> argparse.ArgumentParser:
                        help="cache model responses in an SQLite file (default: <out>/responses.sqlite)")
     _add_context_args(build)
     build.set_defaults(func=cmd_kb_build)
+    retopic = kb_sub.add_parser("retopic", help="reclassify a steps file's topics with RPM-MCTS's own topic call "
+                                                 "(model calls, resumable); then `kb build --from-steps FILE`")
+    retopic.add_argument("--steps", required=True, help="the steps JSONL to rewrite")
+    _add_context_args(retopic)
+    retopic.set_defaults(func=cmd_kb_retopic)
     query = kb_sub.add_parser("query", help="the stored step prefixes nearest to a text")
     query.add_argument("text", help="a problem, optionally followed by steps")
     query.add_argument("--kb", help="the knowledge-base folder (default: the default KB)")
@@ -604,6 +609,24 @@ def cmd_kb_build(args: argparse.Namespace) -> int:
     err.print(f"embedded {added} new problems in {time.monotonic() - started:.1f} s; {out} holds "
               f"{len(kb.manifest.get('problems', {}))} problems ({kb.manifest.get('documents', 0)} step prefixes) "
               f"from {', '.join(kb.manifest.get('datasets', [])) or 'nothing yet'}")
+    return 0
+
+
+def cmd_kb_retopic(args: argparse.Namespace) -> int:
+    """Give every record of a steps file the topic the search's own classifier picks (resumable)."""
+    import time
+
+    from codeforest.kb import retopic
+
+    context = context_from_args(args)
+    started = time.monotonic()
+
+    def on_record(record: dict, i: int, total: int) -> None:
+        err.print(f"{record['source']} {record['id']}: {record['topic']} (steps call: {record['steps_topic']}), "
+                  f"{time.monotonic() - started:.0f} s  [{i}/{total}]")
+
+    done = retopic(args.steps, context, on_record=on_record)
+    err.print(f"reclassified {done} problems of {args.steps} in {time.monotonic() - started:.0f} s")
     return 0
 
 

@@ -24,6 +24,17 @@ def append_records(path: str | os.PathLike, records: list[dict]) -> None:
         os.fsync(f.fileno())
 
 
+def rewrite_records(path: str | os.PathLike, records: list[dict]) -> None:
+    """Replace a JSONL file by ``records`` atomically (a kill leaves either the old file or the new one)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in records))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
 def read_records(path: str | os.PathLike) -> tuple[list[dict], int]:
     """The JSON object lines of a file and how many lines could not be read (e.g. one cut short by a kill)."""
     records, unreadable = [], 0

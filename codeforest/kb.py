@@ -1,9 +1,11 @@
 """Building the RPM-MCTS knowledge base: algorithmic steps of reference solutions, then their embeddings.
 
 Step 1 (model calls, slow): for each problem of the source datasets, taken in turn from each dataset so a
-partial build covers all of them, the model writes the steps of the reference solution and picks its topic
-(``agents.thinker.solution_steps``). Each answer is appended to a steps JSONL file at once (flushed and
-synced), so a killed build continues where it stopped. Step 2 (no model, fast): the steps are embedded into a
+partial build covers all of them, the model writes the steps of the reference solution
+(``agents.thinker.solution_steps``) and the problem's topic is classified by the same call RPM-MCTS makes on the
+problem it solves (``agents.thinker.classify_topic``), so both sides of the topic filter come from one
+classifier. Each answer is appended to a steps JSONL file at once (flushed and synced), so a killed build
+continues where it stopped. Step 2 (no model, fast): the steps are embedded into a
 Chroma collection (``tools/knowledge.py``).
 """
 
@@ -19,11 +21,12 @@ from pathlib import Path
 
 from codeforest.agents import thinker
 from codeforest.context import Context
-from codeforest.jsonl import append_record
+from codeforest.jsonl import append_record, rewrite_records
 from codeforest.problems import reference_solutions
 from codeforest.prompts import load_prompt
 from codeforest.tools.knowledge import MANIFEST, KnowledgeBase, KnowledgeError, fingerprint
 
+TOPIC_CALL = "thinker_rpm.topic"  # a record's topic came from the search's own topic call
 PACKAGED_STEPS = Path(str(resources.files("codeforest.tools") / "kb_steps.jsonl"))  # shipped in the package
 
 
@@ -72,15 +75,46 @@ def write_steps(datasets: list[str], steps_path: str | Path, context: Context, *
     todo = todo[:limit] if limit is not None else todo
     model = get_chat_model(context)
     prompt = load_prompt("kb_steps", context.prompts_dir or None)
+    topic_prompt = load_prompt("thinker_rpm", context.prompts_dir or None)
     for i, problem in enumerate(todo, 1):
         reply = thinker.solution_steps(model, prompt, problem["prompt"], problem["solution"])
+        topic = thinker.classify_topic(model, topic_prompt, problem["prompt"])
         record = {"id": problem["id"], "source": problem["source"], "fingerprint": fingerprint(problem["prompt"]),
-                  "prompt": problem["prompt"], "topic": reply.value["topic"], "steps": reply.value["steps"],
-                  "tokens": reply.cost.get("prompt_tokens", 0) + reply.cost.get("completion_tokens", 0)}
+                  "prompt": problem["prompt"], "topic": topic.value, "topic_from": TOPIC_CALL,
+                  "steps_topic": reply.value["topic"], "steps": reply.value["steps"],
+                  "tokens": _tokens(reply.cost) + _tokens(topic.cost)}
         append_record(steps_path, record)
         if on_step:
             on_step(record, i, len(todo))
     return len(todo)
+
+
+def retopic(steps_path: str | Path, context: Context, *,
+            on_record: Callable[[dict, int, int], None] | None = None) -> int:
+    """Reclassify the topic of every record of a steps file written before the KB used the search's own topic
+    call (the steps call's topic is kept as ``steps_topic``); the file is rewritten after each record, so a killed
+    run continues. Return how many were reclassified."""
+    from codeforest.tools.models import get_chat_model
+
+    steps_path = Path(steps_path)
+    records = read_steps(steps_path)
+    todo = [r for r in records if r.get("topic_from") != TOPIC_CALL]
+    if not todo:
+        return 0
+    model = get_chat_model(context)
+    topic_prompt = load_prompt("thinker_rpm", context.prompts_dir or None)
+    for i, record in enumerate(todo, 1):
+        topic = thinker.classify_topic(model, topic_prompt, record["prompt"])
+        record.update(steps_topic=record.get("steps_topic", record["topic"]), topic=topic.value,
+                      topic_from=TOPIC_CALL, tokens=record.get("tokens", 0) + _tokens(topic.cost))
+        rewrite_records(steps_path, records)
+        if on_record:
+            on_record(record, i, len(todo))
+    return len(todo)
+
+
+def _tokens(cost: dict) -> int:
+    return cost.get("prompt_tokens", 0) + cost.get("completion_tokens", 0)
 
 
 _opened: dict = {}

@@ -227,6 +227,7 @@ def setup(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel | 
                                        question(problem))
         kit.emit("topic", topic=reply.value)
         update.update(topic=reply.value, cost=reply.cost)
+        update["nodes"][ROOT]["topic"] = reply.value  # kept in the tree: the KB filter it implies
     return update
 
 

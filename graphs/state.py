@@ -59,6 +59,7 @@ class NodeRecord(TypedDict, total=False):
     replaced_thought: str  # RethinkMCTS: the thought a rethink replaced
     seed: int  # BESTER, resample: the sampling seed of the node's self-reflection or program
     kb_reward: float  # RPM-MCTS: the knowledge-base process reward K of the path ending here
+    topic: str  # RPM-MCTS, on the root: the problem's topic, which filters the knowledge base
     step_score: float  # RPM-MCTS: the step critic's 0-10 score of the path ending here
     llm_score: float  # RPM-MCTS: the evaluator's 0-10 score of the roll-out simulated from here
     expanded: bool  # RPM-MCTS: the node's next steps were proposed

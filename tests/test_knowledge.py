@@ -61,7 +61,7 @@ def test_sibling_similarities_and_membership(kb):
     sims = kb.similarities(["Sort the list in descending order.", "Sort the list in decreasing order.",
                             "Count the vowels of the string."])
     assert sims.shape == (3, 3) and sims[0, 1] > 0.85 > sims[0, 2]
-    assert kb.holds(RECORDS[2]["fingerprint"]) == {"id": "K/3", "source": "other"}
+    assert kb.holds(RECORDS[2]["fingerprint"]) == {"id": "K/3", "source": "other", "topic": "String Processing"}
     assert kb.holds(fingerprint("  Return the string   with its vowels removed. ")) is not None  # whitespace aside
     assert kb.holds(fingerprint("Another problem.")) is None
 
@@ -99,7 +99,8 @@ def test_steps_writer_resumes_and_interleaves(tmp_path, fixtures):
         (str(data / "one.jsonl"), "Mini/1"), (str(data / "two.jsonl"), "Mini/3"), (str(data / "one.jsonl"), "Mini/2")]
     reply = "<step>Step 1: Take x.</step><step>Step 2: Add one.</step><step>Step 3: Return it.</step>" \
             "<topic>Mathematics and Number Theory</topic>"
-    api = FakeOpenAI([reply, "I cannot.", reply])
+    topic = "It adds numbers. <topic>Data Structures</topic>"
+    api = FakeOpenAI([reply, topic, "I cannot.", "no idea", reply, topic])
     steps = tmp_path / "steps.jsonl"
     try:
         from codeforest.context import Context
@@ -109,15 +110,53 @@ def test_steps_writer_resumes_and_interleaves(tmp_path, fixtures):
         assert write_steps(sources, steps, context, limit=2) == 2
         with open(steps, "a") as f:
             f.write('{"id": "Mini/2", "sou')  # killed in the middle of a write
-        assert write_steps(sources, steps, context) == 1 and len(api.requests) == 3
+        assert write_steps(sources, steps, context) == 1 and len(api.requests) == 6
         assert write_steps(sources, steps, context) == 0  # resumed: nothing left
     finally:
         api.close()
     records = read_steps(steps)
     assert [r["id"] for r in records] == ["Mini/1", "Mini/3", "Mini/2"]
-    assert records[0]["topic"] == "Mathematics and Number Theory" and len(records[0]["steps"]) == 3
-    assert records[1]["steps"] == [] and records[0]["fingerprint"] == fingerprint(records[0]["prompt"])
+    # the topic is the search's own topic call's (on the problem alone); the steps call's is kept beside it
+    assert records[0]["topic"] == "Data Structures" and records[0]["steps_topic"] == "Mathematics and Number Theory"
+    assert records[0]["topic_from"] == "thinker_rpm.topic" and len(records[0]["steps"]) == 3
+    assert records[1]["steps"] == [] and records[1]["topic"] == "Other"  # unreadable topic: the fallback
+    assert records[0]["fingerprint"] == fingerprint(records[0]["prompt"])
     assert "Correct code" in api.requests[0]["messages"][0]["content"]  # the reference solution was shown
+    topic_prompt = api.requests[1]["messages"][0]["content"]
+    assert "select the most relevant topic" in topic_prompt and "Correct code" not in topic_prompt
+    assert records[0]["prompt"] in topic_prompt
+
+
+def test_retopic_reclassifies_old_records_resumably_and_the_kb_follows(tmp_path, capsys):
+    """A steps file whose topics came from the steps call gets the search's topic call's; a rebuilt KB moves the
+    stored prefixes to the new topic without embedding them again."""
+    from codeforest.context import Context
+    from codeforest.kb import retopic
+
+    steps = tmp_path / "steps.jsonl"
+    steps.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
+    base = KnowledgeBase(tmp_path / "kb", create=True)
+    base.add(read_steps(steps))
+    api = FakeOpenAI(["<topic>Data Structures</topic>", "<topic>Dynamic Programming</topic>",
+                      "<topic>Hashing Techniques</topic>"])
+    try:
+        context = Context(base_url=api.url, model="fake")
+        assert retopic(steps, context) == 3
+        assert main(["kb", "retopic", "--steps", str(steps), "--base-url", api.url, "--model", "fake"]) == 0
+        assert "reclassified 0 problems" in capsys.readouterr().err and len(api.requests) == 3  # all done
+    finally:
+        api.close()
+    records = read_steps(steps)
+    assert [r["topic"] for r in records] == ["Data Structures", "Dynamic Programming", "Hashing Techniques"]
+    assert [r["steps_topic"] for r in records] == [r["topic"] for r in RECORDS]
+    assert records[0]["steps"] == RECORDS[0]["steps"]  # nothing else changed
+    query = RECORDS[0]["prompt"] + "\n" + RECORDS[0]["steps"][0]
+    assert base.reward(query, "Sorting and Searching") == pytest.approx(1.0, abs=1e-4)
+    assert base.add(records) == 0  # nothing new to embed, two problems moved
+    assert base.reward(query, "Sorting and Searching") == 0.0
+    assert base.reward(query, "Data Structures") == pytest.approx(1.0, abs=1e-4)
+    assert base.collection.count() == 9 and KnowledgeBase(base.path).holds(RECORDS[0]["fingerprint"])["topic"] == \
+        "Data Structures"
 
 
 def test_kb_commands_build_from_steps_and_query(tmp_path, capsys):

@@ -111,11 +111,20 @@ class KnowledgeBase:
         os.replace(tmp, self.path / MANIFEST)
 
     def add(self, records: Iterable[dict], batch: int = 256) -> int:
-        """Embed and store the step prefixes of problems not stored yet; return how many problems were added."""
+        """Embed and store the step prefixes of problems not stored yet, and move stored problems whose record
+        now names another topic (no new embedding); return how many problems were added."""
         problems = self.manifest.setdefault("problems", {})
-        fresh = [{**r, "fingerprint": r.get("fingerprint") or fingerprint(r["prompt"])} for r in records
+        given = [{**r, "fingerprint": r.get("fingerprint") or fingerprint(r["prompt"])} for r in records
                  if r.get("steps")]
-        fresh = [r for r in fresh if r["fingerprint"] not in problems]
+        fresh = [r for r in given if r["fingerprint"] not in problems]
+        moved = [r for r in given if r["fingerprint"] in problems
+                 and problems[r["fingerprint"]].get("topic") != r["topic"]]
+        moved_docs = [doc for record in moved for doc in prefix_documents(record)]
+        for start in range(0, len(moved_docs), batch):
+            chunk = moved_docs[start:start + batch]
+            self.collection.update(ids=[d[0] for d in chunk], metadatas=[d[2] for d in chunk])
+        for record in moved:
+            problems[record["fingerprint"]]["topic"] = record["topic"]
         docs = [doc for record in fresh for doc in prefix_documents(record)]
         for start in range(0, len(docs), batch):
             chunk = docs[start:start + batch]
@@ -123,7 +132,8 @@ class KnowledgeBase:
                                    metadatas=[d[2] for d in chunk],
                                    embeddings=self.embeddings.embed_documents([d[1] for d in chunk]))
         for record in fresh:
-            problems[record["fingerprint"]] = {"id": record["id"], "source": record["source"]}
+            problems[record["fingerprint"]] = {"id": record["id"], "source": record["source"],
+                                               "topic": record["topic"]}
         self.manifest["datasets"] = sorted({p["source"] for p in problems.values()})
         self.manifest["embeddings"] = embeddings_name(self.embeddings)
         self.manifest["documents"] = self.collection.count()
