@@ -155,7 +155,9 @@ def selection_cells(row: dict) -> list[str]:
 def summary_cells(row: dict) -> list[str]:
     """A summary row as the strings shown in the terminal and Markdown tables."""
     budget = row["budget"] or {}
-    return [row["graph"], str(row["model"]), f"{budget.get('limit', '?')} {budget.get('unit', '')}".strip(),
+    limit, unit = budget.get("limit", "?"), budget.get("unit", "")
+    unit = unit[:-1] if limit == 1 and unit.endswith("s") else unit  # "1 program", "5 rollouts"
+    return [row["graph"], str(row["model"]), f"{limit} {unit}".strip(),
             str(row["problems"]),
             f"{100 * row['pass_at_1']:.1f} ({100 * row['ci_low']:.1f}-{100 * row['ci_high']:.1f})",
             f"{100 * row['mean_pass_rate']:.1f}", f"{row['mean_tokens']:,.0f}", f"{row['mean_calls']:.1f}",

@@ -339,3 +339,13 @@ def test_parse_budgets():
     for bad in ("", "abc", "0"):
         with pytest.raises(ValueError):
             parse_budgets(bad)
+
+
+def test_a_budget_of_one_reads_in_the_singular():
+    from codeforest.report import summary_cells
+
+    row = {"graph": "direct", "model": "m", "budget": {"unit": "programs", "limit": 1}, "problems": 1,
+           "pass_at_1": 1.0, "ci_low": 0.2, "ci_high": 1.0, "mean_pass_rate": 1.0, "mean_tokens": 10, "mean_calls": 1,
+           "tokens_per_solved": 10, "public_pass_share": None, "errors": 0}
+    assert summary_cells(row)[2] == "1 program"
+    assert summary_cells({**row, "budget": {"unit": "rollouts", "limit": 5}})[2] == "5 rollouts"
