@@ -166,6 +166,51 @@ def summary_cells(row: dict) -> list[str]:
             str(row["errors"])]
 
 
+def plain_resample(record: dict) -> bool:
+    """A run of plain resampling: ``resample`` keeping its first public-passing sample (no other selector)."""
+    settings = record.get("settings") or {}
+    return (record.get("graph") == "resample" and settings.get("selector", "public") == "public"
+            and settings.get("min_candidates", 1) == 1)
+
+
+def equal_token_baselines(rows: list[dict], plain: set[str]) -> dict[str, dict]:
+    """For each run that is not plain resampling, the plain-resampling run (its label in ``plain``) of the same
+    model that spent the most tokens per problem without spending more than it; runs cheaper than every
+    resampling run are left out."""
+    baselines = {}
+    for row in rows:
+        if row["graph"] in plain:
+            continue
+        cheaper = [r for r in rows if r["graph"] in plain and r["model"] == row["model"]
+                   and r["mean_tokens"] <= row["mean_tokens"]]
+        if cheaper:
+            baselines[row["graph"]] = max(cheaper, key=lambda r: r["mean_tokens"])
+    return baselines
+
+
+def pairwise(latest: list[dict], graph: str, base: str) -> str:
+    """One line: the problems ``graph`` solves that ``base`` fails and the reverse, over the problems both ran."""
+    by_key = {(run_label(r), r["problem_id"]): r for r in latest}
+    problems = list(dict.fromkeys(r["problem_id"] for r in latest))
+    common = [p for p in problems if (base, p) in by_key and (graph, p) in by_key]
+    solved = {g: {p for p in common if by_key[g, p].get("private_passed")} for g in (graph, base)}
+    won = [p for p in common if p in solved[graph] - solved[base]]
+    lost = [p for p in common if p in solved[base] - solved[graph]]
+    return (f"- {graph} vs {base} on the {len(common)} problems both ran: "
+            f"solves {len(won)} that {base} fails ({', '.join(won) or 'none'}), "
+            f"fails {len(lost)} that {base} solves ({', '.join(lost) or 'none'})")
+
+
+def against_resampling(latest: list[dict], rows: list[dict]) -> list[str]:
+    """Each run against the plain-resampling run that spent the most tokens without spending more than it:
+    the problems one solves and the other fails, and both pass@1 at their tokens per problem."""
+    summary = {r["graph"]: r for r in rows}
+    baselines = equal_token_baselines(rows, {run_label(r) for r in latest if plain_resample(r)})
+    return [f"{pairwise(latest, g, b['graph'])}; pass@1 {100 * summary[g]['pass_at_1']:.1f} at "
+            f"{summary[g]['mean_tokens']:,.0f} tokens/problem against {100 * b['pass_at_1']:.1f} at "
+            f"{b['mean_tokens']:,.0f}" for g, b in baselines.items()]
+
+
 def _table(header: list[str] | tuple[str, ...], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
@@ -193,18 +238,15 @@ def markdown(records: list[dict]) -> str:
              _table(["problem", *graphs], [[p, *(cell(by_key.get((g, p))) for g in graphs)] for p in problems])]
 
     def compare(graph: str, base: str) -> str:
-        common = [p for p in problems if (base, p) in by_key and (graph, p) in by_key]
-        solved = {g: {p for p in common if by_key[g, p].get("private_passed")} for g in (graph, base)}
-        won = [p for p in common if p in solved[graph] - solved[base]]
-        lost = [p for p in common if p in solved[base] - solved[graph]]
-        return (f"- {graph} vs {base} on the {len(common)} problems both ran: "
-                f"solves {len(won)} that {base} fails ({', '.join(won) or 'none'}), "
-                f"fails {len(lost)} that {base} solves ({', '.join(lost) or 'none'})")
+        return pairwise(latest, graph, base)
 
     parts += ["## Public-passing finals and selectors", _table(SELECTION_COLUMNS,
                                                               [selection_cells(r) for r in selection_rows(latest)])]
     if len(graphs) > 1:
         parts += [f"## Against {graphs[0]}, problem by problem", "\n".join(compare(g, graphs[0]) for g in graphs[1:])]
+    against = against_resampling(latest, rows)
+    if against:  # every search is judged against plain resampling that spent no more tokens
+        parts += ["## Against plain resampling at no more tokens", "\n".join(against)]
     graph_of = {run_label(r): r["graph"] for r in latest}
     ablations = [g for g in graphs if graph_of[g] != g and graph_of[g] in graphs and graph_of[g] != graphs[0]]
     if ablations:  # a run with other settings against the same graph at its defaults

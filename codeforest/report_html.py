@@ -17,6 +17,7 @@ from codeforest.bench import _safe_name, latest_records, read_results, run_label
 from codeforest.report import (
     SELECTION_COLUMNS,
     SUMMARY_COLUMNS,
+    against_resampling,
     report,
     selection_cells,
     selection_rows,
@@ -125,6 +126,7 @@ def html_report(out_dir: str | Path) -> Path:
     if not rows:
         raise ValueError(f"No results in {out}")
     latest = latest_records(read_results(out))
+    against = against_resampling(latest, rows)
     graphs = list(dict.fromkeys(run_label(r) for r in latest))
     problems = list(dict.fromkeys(r["problem_id"] for r in latest))
     by_key = {(run_label(r), r["problem_id"]): r for r in latest}
@@ -154,6 +156,8 @@ def html_report(out_dir: str | Path) -> Path:
             "<h2>Summary</h2>", _table(SUMMARY_COLUMNS, [[html.escape(c) for c in summary_cells(r)] for r in rows]),
             "<h2>pass@1 against tokens</h2>",
             f'<img alt="pass@1 against tokens" src="data:image/png;base64,{plot}">' if plot else "",
+            *(["<h2>Against plain resampling at no more tokens</h2>",
+               "<ul>" + "".join(f"<li>{html.escape(line[2:])}</li>" for line in against) + "</ul>"] if against else []),
             "<h2>Per problem (private tests)</h2>",
             _table(["problem", *graphs], [[html.escape(p), *(outcome(g, p) for g in graphs)] for p in problems]),
             "<h2>Public-passing finals and selectors</h2>",

@@ -349,3 +349,31 @@ def test_a_budget_of_one_reads_in_the_singular():
            "tokens_per_solved": 10, "public_pass_share": None, "errors": 0}
     assert summary_cells(row)[2] == "1 program"
     assert summary_cells({**row, "budget": {"unit": "rollouts", "limit": 5}})[2] == "5 rollouts"
+
+
+def test_each_search_is_set_against_the_plain_resampling_that_spent_no_more_tokens(tmp_path):
+    """Two plain resampling runs (1,000 and 5,000 tokens a problem) and one with the agreement selector, which
+    is not plain; the search (4,000) meets the 1,000-token run, direct (500) is cheaper than both and meets none."""
+    from codeforest.report import markdown
+
+    def run(graph, settings, tokens, solved):
+        return [{"graph": graph, "settings": settings, "model": "m", "problem_id": f"P/{i}", "error": None,
+                 "private_passed": i in solved, "prompt_tokens": tokens, "completion_tokens": 0}
+                for i in range(3)]
+
+    records = (run("direct", {}, 500, {0}) + run("resample", {"resample_n": 2}, 1000, {0, 1})
+               + run("resample", {}, 5000, {0, 1, 2}) + run("resample", {"selector": "agreement"}, 3000, {2})
+               + run("tree", {}, 4000, {0, 2}))
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    section = markdown(records).split("## Against plain resampling at no more tokens\n\n")[1].split("\n\n")[0]
+    assert section.splitlines() == [
+        "- resample selector=agreement vs resample resample_n=2 on the 3 problems both ran: solves 1 that resample "
+        "resample_n=2 fails (P/2), fails 2 that resample resample_n=2 solves (P/0, P/1); pass@1 33.3 at 3,000 "
+        "tokens/problem against 66.7 at 1,000",
+        "- tree vs resample resample_n=2 on the 3 problems both ran: solves 1 that resample resample_n=2 fails (P/2), "
+        "fails 1 that resample resample_n=2 solves (P/1); pass@1 66.7 at 4,000 tokens/problem against 66.7 at 1,000"]
+    from codeforest.report_html import html_report
+
+    page = html_report(tmp_path).read_text()
+    assert "Against plain resampling at no more tokens</h2><ul><li>resample selector=agreement vs" in page
+    assert "<li>tree vs resample resample_n=2 on the 3 problems" in page and "<li>direct" not in page
