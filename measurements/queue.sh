@@ -13,14 +13,19 @@ codeforest kb retopic --steps tools/kb_steps.jsonl --model local 2>&1 | tee -a m
 bench --dataset apps_introductory150 --out "$AI" --graph rpm_mcts
 # issue 17: every graph at its defaults after the corrections (HumanEval, the same 20 problems as humaneval-1.5b)
 bench --dataset humaneval --out "$HE" --graph direct --graph resample --graph codetree --graph bester
-# issue 21: resample with 8 samples under each selector; codetree and bester under agreement, 4 candidates
-for selector in public agreement codet differential; do
-    CODEFOREST_RESAMPLE_N=8 bench --dataset humaneval --out "$HE" --graph resample --selector "$selector"
+# issue 21: resample with 8 samples: the first public-passing one (public), and all 8 drawn (min_candidates 8)
+# for each other selector to choose from; codetree and bester under agreement, 4 candidates
+CODEFOREST_RESAMPLE_N=8 bench --dataset humaneval --out "$HE" --graph resample
+for selector in agreement codet differential; do
+    CODEFOREST_RESAMPLE_N=8 bench --dataset humaneval --out "$HE" --graph resample --selector "$selector" \
+        --min-candidates 8
 done
 bench --dataset humaneval --out "$HE" --graph codetree --graph bester --selector agreement --min-candidates 4
 # issue 21 on apps_introductory150 (direct, resample and rpm_mcts are already in this folder)
-for selector in public agreement codet differential; do
-    CODEFOREST_RESAMPLE_N=8 bench --dataset apps_introductory150 --out "$AI" --graph resample --selector "$selector"
+CODEFOREST_RESAMPLE_N=8 bench --dataset apps_introductory150 --out "$AI" --graph resample
+for selector in agreement codet differential; do
+    CODEFOREST_RESAMPLE_N=8 bench --dataset apps_introductory150 --out "$AI" --graph resample --selector "$selector" \
+        --min-candidates 8
 done
 bench --dataset apps_introductory150 --out "$AI" --graph codetree --graph bester
 bench --dataset apps_introductory150 --out "$AI" --graph codetree --graph bester --selector agreement --min-candidates 4
