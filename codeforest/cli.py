@@ -241,6 +241,10 @@ def context_from_args(args: argparse.Namespace) -> Context:
     context = Context(**given)
     if context.prompts_dir:
         check_prompts_dir(context.prompts_dir)  # a broken prompt file fails before the model is loaded
+    if context.selector != "public" and context.min_candidates == 1:
+        err.print(f"[yellow]note:[/yellow] selector {context.selector} with min_candidates 1: searches that stop at "
+                  "their first public-passing program (resample, codetree, bester, reflexion, rpm_mcts) leave it "
+                  "one candidate then; raise --min-candidates to give it a choice (e.g. resample_n for resample)")
     return context
 
 

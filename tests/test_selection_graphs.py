@@ -111,9 +111,18 @@ def test_the_command_line_chooses_the_selector(tmp_path, capsys):
     with ScriptedEndpoint([], respond=respond) as api:
         assert main(["solve", "--problem-file", str(problem), "--graph", "resample", "--selector", "agreement",
                      "--min-candidates", "3", "--base-url", api.url, "--model", "scripted", "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
     assert out["final_code"].endswith(DOUBLE) and out["private_passed"] is True
     assert out["selection"]["selector"] == "agreement" and out["selection"]["tester_inputs"] == 1
+    assert "min_candidates 1" not in captured.err
+    bodies = iter([SQUARE, DOUBLE, SUM])
+    with ScriptedEndpoint([], respond=respond) as api:  # one candidate: the first sample passes the public test
+        assert main(["solve", "--problem-file", str(problem), "--graph", "resample", "--selector", "agreement",
+                     "--base-url", api.url, "--model", "scripted", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["final_code"].endswith(SQUARE)
+    assert "selector agreement with min_candidates 1" in " ".join(captured.err.split())
 
 
 @pytest.mark.parametrize(("graph", "wanted"), [("codetree", 2), ("bester", 3), ("rpm_mcts", 2)])
