@@ -237,20 +237,19 @@ def markdown(records: list[dict]) -> str:
              "## Per problem (private tests)",
              _table(["problem", *graphs], [[p, *(cell(by_key.get((g, p))) for g in graphs)] for p in problems])]
 
-    def compare(graph: str, base: str) -> str:
-        return pairwise(latest, graph, base)
-
     parts += ["## Public-passing finals and selectors", _table(SELECTION_COLUMNS,
                                                               [selection_cells(r) for r in selection_rows(latest)])]
     if len(graphs) > 1:
-        parts += [f"## Against {graphs[0]}, problem by problem", "\n".join(compare(g, graphs[0]) for g in graphs[1:])]
+        parts += [f"## Against {graphs[0]}, problem by problem",
+                  "\n".join(pairwise(latest, g, graphs[0]) for g in graphs[1:])]
     against = against_resampling(latest, rows)
     if against:  # every search is judged against plain resampling that spent no more tokens
         parts += ["## Against plain resampling at no more tokens", "\n".join(against)]
     graph_of = {run_label(r): r["graph"] for r in latest}
     ablations = [g for g in graphs if graph_of[g] != g and graph_of[g] in graphs and graph_of[g] != graphs[0]]
     if ablations:  # a run with other settings against the same graph at its defaults
-        parts += ["## Against the same graph at its defaults", "\n".join(compare(g, graph_of[g]) for g in ablations)]
+        parts += ["## Against the same graph at its defaults",
+                  "\n".join(pairwise(latest, g, graph_of[g]) for g in ablations)]
     return "\n\n".join(parts) + "\n"
 
 
