@@ -241,11 +241,15 @@ def context_from_args(args: argparse.Namespace) -> Context:
     context = Context(**given)
     if context.prompts_dir:
         check_prompts_dir(context.prompts_dir)  # a broken prompt file fails before the model is loaded
+    return context
+
+
+def _note_single_candidate(context: Context) -> None:
+    """Point out a selector that will mostly have one program to choose from (solve and bench only)."""
     if context.selector != "public" and context.min_candidates == 1:
         err.print(f"[yellow]note:[/yellow] selector {context.selector} with min_candidates 1: searches that stop at "
                   "their first public-passing program (resample, codetree, bester, reflexion, rpm_mcts) leave it "
                   "one candidate then; raise --min-candidates to give it a choice (e.g. resample_n for resample)")
-    return context
 
 
 def _task_from_args(args: argparse.Namespace) -> Task:
@@ -271,6 +275,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from codeforest.tools.models import embedded_spec, ensure_model_file
 
     context = context_from_args(args)
+    _note_single_candidate(context)
     task = _task_from_args(args)
     err.print(f"[bold]{task.id}[/bold] from {task.source} with graph [bold]{args.graph}[/bold], model "
               f"{context.model}" + (f" at {escape(redact(context.base_url))}" if context.base_url else " (embedded)"))
@@ -360,6 +365,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from codeforest.tools.models import embedded_spec, ensure_model_file
 
     context = context_from_args(args)
+    _note_single_candidate(context)
     tasks = load_dataset(args.dataset, args.data_dir)
     problems = args.problems.split(",") if args.problems else None
     tasks = select_tasks(tasks, problems=problems, limit=args.limit, sample=args.sample, seed=args.seed)
