@@ -20,7 +20,7 @@ from typing import Generic, TypeVar
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from codeforest.graphs.state import total_cost
+from codeforest.graphs.state import tokens_spent, total_cost
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
 from codeforest.tools.models import describe_model_failure, is_model_failure
@@ -88,7 +88,7 @@ def _check_budget() -> None:
     if left is None:
         return
     spent = _spent()
-    if spent.get("prompt_tokens", 0) + spent.get("completion_tokens", 0) >= left:
+    if tokens_spent(spent) >= left:
         raise BudgetSpent("the token budget is spent", spent)
 
 

@@ -27,6 +27,7 @@ from langchain_core.language_models import BaseChatModel
 
 from codeforest.api import solve
 from codeforest.context import Context, non_default_settings
+from codeforest.graphs.state import tokens_spent
 from codeforest.jsonl import append_record
 from codeforest.problems import Task
 from codeforest.registry import context_for, graph_budget
@@ -225,7 +226,7 @@ class Bench:
                     pool.shutdown(wait=True, cancel_futures=True)  # the runs in flight still record if they finish
                     raise
                 progress.done += 1
-                progress.tokens += record["prompt_tokens"] + record["completion_tokens"]
+                progress.tokens += tokens_spent(record)
                 if record["error"]:
                     progress.errors += 1
                 elif record["private_passed"]:

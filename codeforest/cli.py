@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from codeforest.bench import FolderBusy, RunnerLost
 from codeforest.context import Context
+from codeforest.graphs.state import tokens_spent
 from codeforest.problems import DatasetError, Task, load_dataset, load_problem
 from codeforest.prompts import PromptError, check_prompts_dir
 from codeforest.registry import context_for, graph_names
@@ -416,7 +417,7 @@ def _run_bench(bench, context: Context, dataset: str, budget: int) -> None:
             else:  # one line per finished problem: the log of a run in the background
                 verdict = "solved" if record["private_passed"] else "failed"
                 err.print(f"{record['graph']} {record['problem_id']}: {verdict} ({record['stop_reason']}), "
-                          f"{record['llm_calls']} calls, {record['prompt_tokens'] + record['completion_tokens']:,} "
+                          f"{record['llm_calls']} calls, {tokens_spent(record):,} "
                           f"tokens, {record['wall_s']:.0f} s  [{progress.done}/{progress.total}]")
 
         bench.run(on_progress)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from codeforest.agents import thinker
 from codeforest.context import Context
+from codeforest.graphs.state import tokens_spent
 from codeforest.jsonl import append_record, rewrite_records
 from codeforest.problems import reference_solutions
 from codeforest.prompts import load_prompt
@@ -82,7 +83,7 @@ def write_steps(datasets: list[str], steps_path: str | Path, context: Context, *
         record = {"id": problem["id"], "source": problem["source"], "fingerprint": fingerprint(problem["prompt"]),
                   "prompt": problem["prompt"], "topic": topic.value, "topic_from": TOPIC_CALL,
                   "steps_topic": reply.value["topic"], "steps": reply.value["steps"],
-                  "tokens": _tokens(reply.cost) + _tokens(topic.cost)}
+                  "tokens": tokens_spent(reply.cost) + tokens_spent(topic.cost)}
         append_record(steps_path, record)
         if on_step:
             on_step(record, i, len(todo))
@@ -106,15 +107,11 @@ def retopic(steps_path: str | Path, context: Context, *,
     for i, record in enumerate(todo, 1):
         topic = thinker.classify_topic(model, topic_prompt, record["prompt"])
         record.update(steps_topic=record.get("steps_topic", record["topic"]), topic=topic.value,
-                      topic_from=TOPIC_CALL, tokens=record.get("tokens", 0) + _tokens(topic.cost))
+                      topic_from=TOPIC_CALL, tokens=record.get("tokens", 0) + tokens_spent(topic.cost))
         rewrite_records(steps_path, records)
         if on_record:
             on_record(record, i, len(todo))
     return len(todo)
-
-
-def _tokens(cost: dict) -> int:
-    return cost.get("prompt_tokens", 0) + cost.get("completion_tokens", 0)
 
 
 _opened: dict = {}

@@ -24,6 +24,7 @@ from pathlib import Path
 from codeforest.api import solve
 from codeforest.context import Context
 from codeforest.graphs import search
+from codeforest.graphs.state import tokens_spent
 from codeforest.jsonl import append_records, read_records
 from codeforest.problems import Task
 from codeforest.registry import context_for
@@ -120,7 +121,7 @@ def collect(tasks: list[tuple[str, Task]], out: str | Path, context: object = No
                    "samples": len(written), "codes": len(scores), "label_source": label, "model": context.model,
                    "stop_reason": result["stop_reason"], "error": result.get("error"),
                    "mean_label": round(statistics.fmean(steps), 4) if steps else None,
-                   "tokens": result["cost"]["prompt_tokens"] + result["cost"]["completion_tokens"],
+                   "tokens": tokens_spent(result["cost"]),
                    "wall_s": round(time.monotonic() - started, 1)}
         append_records(out, [*written, problem])
         if on_problem:

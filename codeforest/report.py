@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 from codeforest.bench import latest_records, read_results, run_label
+from codeforest.graphs.state import tokens_spent
 
 PLOT = "pass_at_1_vs_tokens.png"
 MARKDOWN = "report.md"
@@ -32,7 +33,7 @@ def summarize(records: list[dict]) -> list[dict]:
     for (graph, model), group in groups.items():
         n = len(group)
         solved = sum(bool(r.get("private_passed")) for r in group)
-        tokens = sum(r.get("prompt_tokens", 0) + r.get("completion_tokens", 0) for r in group)
+        tokens = sum(tokens_spent(r) for r in group)
         low, high = wilson_interval(solved, n)
         counted = [r for r in group if "public_passing_programs" in r and (r.get("tree_programs") or r.get("programs"))]
         rows.append({
@@ -201,6 +202,20 @@ def pairwise(latest: list[dict], graph: str, base: str) -> str:
             f"fails {len(lost)} that {base} solves ({', '.join(lost) or 'none'})")
 
 
+def changed_finals(latest: list[dict], graph: str, base: str) -> str:
+    """The problems both ran on which ``graph`` returned another final program than ``base`` (what a setting
+    changed beyond the verdicts)."""
+    by_key = {(run_label(r), r["problem_id"]): r for r in latest}
+    problems = list(dict.fromkeys(r["problem_id"] for r in latest))
+
+    def final(label: str, problem: str) -> str:
+        return (by_key[label, problem].get("final_code") or "").strip()
+
+    both = [p for p in problems if (base, p) in by_key and (graph, p) in by_key]
+    changed = [p for p in both if final(graph, p) != final(base, p)]
+    return f"another final program on {len(changed)} ({', '.join(changed) or 'none'})"
+
+
 def against_resampling(latest: list[dict], rows: list[dict]) -> list[str]:
     """Each run against the plain-resampling run that spent the most tokens without spending more than it:
     the problems one solves and the other fails, and both pass@1 at their tokens per problem."""
@@ -230,7 +245,7 @@ def markdown(records: list[dict]) -> str:
         if record is None:
             return "not run"
         verdict = "error" if record.get("error") else "pass" if record.get("private_passed") else "fail"
-        tokens = record.get("prompt_tokens", 0) + record.get("completion_tokens", 0)
+        tokens = tokens_spent(record)
         return f"{verdict} ({record.get('llm_calls', 0)} calls, {tokens:,} tok)"
 
     parts = ["## Summary", _table(SUMMARY_COLUMNS, [summary_cells(r) for r in rows]),
@@ -249,7 +264,8 @@ def markdown(records: list[dict]) -> str:
     ablations = [g for g in graphs if graph_of[g] != g and graph_of[g] in graphs and graph_of[g] != graphs[0]]
     if ablations:  # a run with other settings against the same graph at its defaults
         parts += ["## Against the same graph at its defaults",
-                  "\n".join(pairwise(latest, g, graph_of[g]) for g in ablations)]
+                  "\n".join(f"{pairwise(latest, g, graph_of[g])}; {changed_finals(latest, g, graph_of[g])}"
+                            for g in ablations)]
     return "\n\n".join(parts) + "\n"
 
 

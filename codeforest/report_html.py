@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from codeforest.bench import _safe_name, latest_records, read_results, run_label
+from codeforest.graphs.state import tokens_spent
 from codeforest.report import (
     SELECTION_COLUMNS,
     SUMMARY_COLUMNS,
@@ -136,7 +137,7 @@ def html_report(out_dir: str | Path) -> Path:
         if record is None:
             return "not run"
         verdict = "error" if record.get("error") else "pass" if record.get("private_passed") else "fail"
-        tokens = record.get("prompt_tokens", 0) + record.get("completion_tokens", 0)
+        tokens = tokens_spent(record)
         anchor = _safe_name(f"{graph}-{problem}")
         calls = record.get("llm_calls", 0)
         return f'<a class="{verdict}" href="#{anchor}">{verdict}</a> ({calls} calls, {tokens:,} tok)'

@@ -38,7 +38,7 @@ from codeforest.agents import critic
 from codeforest.agents.base import BudgetSpent, ModelFault, Reply, counting_calls
 from codeforest.agents.verifier import LLMVerifier
 from codeforest.context import Context, VerifierContext
-from codeforest.graphs.state import Execution, NodeRecord, SearchInput, SearchOutput, SearchState
+from codeforest.graphs.state import Execution, NodeRecord, SearchInput, SearchOutput, SearchState, tokens_spent
 from codeforest.problems import Problem, public_suite, validate_problem
 from codeforest.prompts import Prompt, check_prompts_dir, load_prompt
 from codeforest.tools.prm import HTTPScorer
@@ -360,8 +360,7 @@ def tokens_left(state: dict, runtime: Runtime | None) -> int | None:
     budget = settings(runtime, Context).token_budget if runtime is not None else 0
     if not budget:
         return None
-    cost = state.get("cost") or {}
-    spent = cost.get("prompt_tokens", 0) + cost.get("completion_tokens", 0) + state.get("tokens_before", 0)
+    spent = tokens_spent(state.get("cost")) + state.get("tokens_before", 0)
     return budget - spent
 
 

@@ -34,7 +34,7 @@ from codeforest.agents import critic, rethink, solver, thinker
 from codeforest.agents.verifier import thoughts_state, verify
 from codeforest.context import VerifierContext
 from codeforest.graphs import kit, search, selection
-from codeforest.graphs.state import Cost, NodeRecord, SearchState, add_cost, merge_nodes, total_cost
+from codeforest.graphs.state import Cost, NodeRecord, SearchState, add_cost, merge_nodes, tokens_spent, total_cost
 from codeforest.problems import Problem
 from codeforest.tools.testing import ExecutionResult, prm_feedback
 
@@ -297,10 +297,9 @@ def rollout_node(rollout_graph: CompiledStateGraph) -> Callable:
     def rollout(state: dict, runtime: Runtime[RethinkContext]) -> dict:
         """Simulate, rethink and expand the leaf at the end of ``path`` (the rollout subgraph)."""
         context = kit.settings(runtime, CONTEXT)
-        cost = state.get("cost") or {}
         start = {k: state[k] for k in ("problem", "nodes", "path")} | {
             "id_offset": state.get("id_offset", 0),
-            "tokens_before": cost.get("prompt_tokens", 0) + cost.get("completion_tokens", 0)}
+            "tokens_before": tokens_spent(state.get("cost"))}
         limit = kit.recursion_limit(2 * context.rethink_max_rethinks + 2)
         final = kit.run_inner(rollout_graph, start, {"recursion_limit": limit})
         leaf = final["nodes"][state["path"][-1]]

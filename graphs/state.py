@@ -102,6 +102,12 @@ def add_cost(left: Cost | None, right: Cost | None) -> Cost:
     return {k: left.get(k, 0) + right.get(k, 0) for k in COST_KEYS}
 
 
+def tokens_spent(cost: Cost | dict | None) -> int:
+    """Prompt plus completion tokens of a cost record: the unit of ``token_budget`` and of every report."""
+    cost = cost or {}
+    return cost.get("prompt_tokens", 0) + cost.get("completion_tokens", 0)
+
+
 def total_cost(costs: Iterable[Cost | None]) -> Cost:
     """The sum of several cost records."""
     return functools.reduce(add_cost, costs, {})

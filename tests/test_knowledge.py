@@ -4,6 +4,7 @@ against a scripted endpoint; the kb commands."""
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -193,21 +194,25 @@ def test_the_default_kb_is_built_from_the_packaged_steps_and_follows_them(tmp_pa
 
 def test_a_second_process_reopens_the_kb_with_no_network(kb):
     """Another process, in a network namespace of its own (no interface but loopback, which is down), reopens the
-    collection from disk and queries it with the offline default embedder."""
+    collection from disk and queries it with the offline default embedder, leaving the root logger as it found it
+    (wordllama's import configures it to INFO, which logged every HTTP request of a run)."""
     import subprocess
     import sys
 
     script = ("from codeforest.tools.knowledge import KnowledgeBase\n"
               f"hit = KnowledgeBase({str(kb.path)!r}).search('ways to climb a staircase one or two at a time', k=1)\n"
-              "print(hit[0]['problem_id'], round(hit[0]['similarity'], 3))")
+              "print(hit[0]['problem_id'], round(hit[0]['similarity'], 3))\n"
+              "import logging\n"
+              "print(len(logging.getLogger().handlers), logging.getLogger().level)")
     import os
 
     isolate = ["unshare", "--net"] + (["--map-root-user"] if os.getuid() != 0 else [])
     done = subprocess.run([*isolate, sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "HF_HUB_OFFLINE": "0"})
     assert done.returncode == 0, done.stderr[-2000:]
-    problem_id, similarity = done.stdout.split()
+    problem_id, similarity, root_handlers, root_level = done.stdout.split()
     assert problem_id == "K/2" and 0 < float(similarity) <= 1
+    assert (root_handlers, root_level) == ("0", str(logging.WARNING))
 
 
 def test_retrieval_sanity_counts_reworded_problems_found_top1(kb, tmp_path, capsys):

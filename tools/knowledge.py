@@ -11,8 +11,10 @@ graph can refuse to search a problem whose own solution steps it contains.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -32,14 +34,28 @@ class KnowledgeError(RuntimeError):
     """A knowledge base that is missing, was built differently, or holds the problem being solved."""
 
 
+@contextlib.contextmanager
+def _root_logging_untouched():
+    """Undo what the body does to the root logger's level and handlers (an application's own choice)."""
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    try:
+        yield
+    finally:
+        for handler in [h for h in root.handlers if h not in handlers]:
+            root.removeHandler(handler)
+        root.setLevel(level)
+
+
 class WordLlamaEmbeddings(Embeddings):
     """The offline default: wordllama's ``l2_supercat`` model (256 dimensions), loaded from its own wheel."""
 
     name = "wordllama-l2_supercat-256"
 
     def __init__(self, dim: int = 256):
-        import wordllama
-        from wordllama import WordLlama
+        with _root_logging_untouched():  # wordllama calls logging.basicConfig(level=INFO) when imported
+            import wordllama
+            from wordllama import WordLlama
 
         self._model = WordLlama.load(cache_dir=os.path.dirname(wordllama.__file__), disable_download=True, dim=dim)
 
