@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The measurement queue of issues 15, 16, 17 and 21, in the order it runs. Every step is a resumable
-# `codeforest bench` (a rerun skips finished problems), so on a new machine rerun this script and it continues.
-# Model runs go one after another: two at once on 2 cores are slower than in turn.
+# The measurement queue of issues 15, 17, 16 and 21, in the order it runs (the issue that needs the least model
+# time first). Every step is a resumable `codeforest bench` (a rerun skips finished problems), so on a new machine
+# rerun this script and it continues. Model runs go one after another: two at once on 2 cores are slower than in
+# turn.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 HE="measurements/humaneval-fair-1.5b"
@@ -11,8 +12,22 @@ bench() { echo "== $(date -u +%FT%TZ) $*"; codeforest bench --model local --cach
 # issue 15: the KB's topics from the search's own topic call, then RPM-MCTS with that KB (w/o-KB row unchanged)
 codeforest kb retopic --steps tools/kb_steps.jsonl --model local 2>&1 | tee -a measurements/kb/retopic.log
 bench --dataset apps_introductory150 --out "$AI" --graph rpm_mcts
-# issue 17: every graph at its defaults after the corrections (HumanEval, the same 20 problems as humaneval-1.5b)
-bench --dataset humaneval --out "$HE" --graph direct --graph resample --graph codetree --graph bester
+# issue 17: every graph at its defaults after the corrections (HumanEval, the same 20 problems as humaneval-1.5b),
+# then the token-budget sweep (largest first, the smaller replayed from the cache)
+bench --dataset humaneval --out "$HE" --graph direct --graph resample --graph codetree --graph bester --graph rethink_mcts
+bench --dataset humaneval --out "$HE" --graph direct --graph resample --graph bester --graph codetree \
+    --token-budget 32000,8000,2000
+# issue 17: resample at the mean tokens per problem of codetree and of rethink_mcts (as many samples as fit)
+for graph in codetree rethink_mcts; do
+    budget=$(python3 -c "import json,sys; r=[json.loads(l) for l in open('$HE/results.jsonl')]
+r=[x for x in r if x['graph']=='$graph' and not x.get('settings')]
+print(round(sum(x['prompt_tokens']+x['completion_tokens'] for x in r)/len(r)))")
+    CODEFOREST_RESAMPLE_N=1000 bench --dataset humaneval --out "$HE" --graph resample --token-budget "$budget"
+done
+# issue 16: CodePRM's GVR against RethinkMCTS and direct on apps_interview150, and PRM data from a split no bench uses
+bench --dataset apps_interview150 --out measurements/apps-interview-1.5b --graph direct --graph resample --graph gvr \
+    --graph rethink_mcts
+codeforest collect-prm --dataset mbpp500 --sample 20 --seed 5 --model local --out measurements/prm-data/mbpp500-20.jsonl
 # issue 21: resample with 8 samples: the first public-passing one (public), and all 8 drawn (min_candidates 8)
 # for each other selector to choose from; codetree and bester under agreement, 4 candidates
 CODEFOREST_RESAMPLE_N=8 bench --dataset humaneval --out "$HE" --graph resample
@@ -29,19 +44,4 @@ for selector in agreement codet differential; do
 done
 bench --dataset apps_introductory150 --out "$AI" --graph codetree --graph bester
 bench --dataset apps_introductory150 --out "$AI" --graph codetree --graph bester --selector agreement --min-candidates 4
-# issue 17: RethinkMCTS at its defaults, then the token-budget sweep (largest first, the smaller replayed)
-bench --dataset humaneval --out "$HE" --graph rethink_mcts
-bench --dataset humaneval --out "$HE" --graph direct --graph resample --graph bester --graph codetree \
-    --token-budget 32000,8000,2000
-# issue 17: resample at the mean tokens per problem of codetree and of rethink_mcts (as many samples as fit)
-for graph in codetree rethink_mcts; do
-    budget=$(python3 -c "import json,sys; r=[json.loads(l) for l in open('$HE/results.jsonl')]
-r=[x for x in r if x['graph']=='$graph' and not x.get('settings')]
-print(round(sum(x['prompt_tokens']+x['completion_tokens'] for x in r)/len(r)))")
-    CODEFOREST_RESAMPLE_N=1000 bench --dataset humaneval --out "$HE" --graph resample --token-budget "$budget"
-done
-# issue 16: CodePRM's GVR against RethinkMCTS and direct on apps_interview150, and PRM data from a split no bench uses
-bench --dataset apps_interview150 --out measurements/apps-interview-1.5b --graph direct --graph resample --graph gvr \
-    --graph rethink_mcts
-codeforest collect-prm --dataset mbpp500 --sample 20 --seed 5 --model local --out measurements/prm-data/mbpp500-20.jsonl
 echo "== $(date -u +%FT%TZ) queue done"
