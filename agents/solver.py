@@ -19,7 +19,8 @@ def write_code(model: BaseChatModel, prompt: Prompt, problem: Problem, hint: str
     """
     kind = problem["kind"]
     if thoughts is not None:
-        user = prompt.render("user_with_thoughts", problem=problem["prompt"], thoughts=thoughts)
+        name = f"user_with_thoughts.{kind}" if prompt.has(f"user_with_thoughts.{kind}") else "user_with_thoughts"
+        user = prompt.render(name, problem=problem["prompt"], thoughts=thoughts)
     elif hint:
         user = prompt.render("user_with_hint", problem=problem["prompt"], hint=hint)
     else:

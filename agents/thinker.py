@@ -149,17 +149,22 @@ def parse_steps(text: str) -> list[str]:
     Each step is everything from its marker to the next one, on one line, numbered ``Step i: ...``; a step
     repeating an earlier one word for word is dropped.
     """
+    return [f"Step {i}: {body}" for i, (_, body) in enumerate(_numbered_steps(text), 1)]
+
+
+def _numbered_steps(text: str) -> list[tuple[int, str]]:
+    """Each step of a reply with the number the reply gave it (see ``parse_steps``)."""
     text = re.sub(r"<topic>.*?(</topic>|\Z)", "", text, flags=re.S | re.I)
     text = re.sub(r"```.*?(```|\Z)", "", text, flags=re.S)
     text = re.sub(r"</?step>", "\n", text, flags=re.I)
     marks = list(_STEP_MARK.finditer(text))
-    bodies: list[str] = []
+    steps: list[tuple[int, str]] = []
     for i, mark in enumerate(marks):
         end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
         body = " ".join(text[mark.end():end].split()).strip(" *")
-        if body and body not in bodies:  # a small model may loop: a repeated step adds nothing
-            bodies.append(body)
-    return [f"Step {i}: {body}" for i, body in enumerate(bodies, 1)]
+        if body and body not in (b for _, b in steps):  # a small model may loop: a repeated step adds nothing
+            steps.append((int(mark.group(1)), body))
+    return steps
 
 
 def parse_topic(text: str) -> str | None:
@@ -213,7 +218,8 @@ def full_steps(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: lis
     """RPM-MCTS's roll-out: the path's steps continued to a complete solution (the path kept as it is); with
     ``wrong`` (a failed program and its reflection), the released code's re-roll-out.
 
-    The reply's steps after the path's own; none readable is a parse failure (the path alone is returned).
+    The reply's steps after the path's own (a reply that starts past them, at ``Step n+1``, is all new); none
+    readable is a parse failure (the path alone is returned).
     """
     if wrong is None:
         user = prompt.render("full_steps", problem=problem, steps="\n".join(steps) or "(none)")
@@ -221,8 +227,9 @@ def full_steps(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: lis
         user = prompt.render("full_steps_reflection", problem=problem, steps="\n".join(steps) or "(none)",
                              wrong=wrong)
     raw, cost = call_model(model, [HumanMessage(user)])
-    written = parse_steps(raw)
-    rolled = [re.sub(r"^Step \d+: ", "", s) for s in written[len(steps):]]
+    written = _numbered_steps(raw)
+    continued = bool(written) and written[0][0] > len(steps)  # the path not repeated: every step is new
+    rolled = [body for _, body in (written if continued else written[len(steps):])]
     return Reply(rolled, raw, cost, parsed=bool(written))
 
 

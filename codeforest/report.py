@@ -254,18 +254,20 @@ def markdown(records: list[dict]) -> str:
 
     parts += ["## Public-passing finals and selectors", _table(SELECTION_COLUMNS,
                                                               [selection_cells(r) for r in selection_rows(latest)])]
-    if len(graphs) > 1:
-        parts += [f"## Against {graphs[0]}, problem by problem",
-                  "\n".join(pairwise(latest, g, graphs[0]) for g in graphs[1:])]
-    against = against_resampling(latest, rows)
-    if against:  # every search is judged against plain resampling that spent no more tokens
-        parts += ["## Against plain resampling at no more tokens", "\n".join(against)]
     graph_of = {run_label(r): r["graph"] for r in latest}
+
+    def against(g: str, base: str) -> str:  # an ablation also says where its final program changed
+        line = pairwise(latest, g, base)
+        return f"{line}; {changed_finals(latest, g, base)}" if graph_of[g] == base != g else line
+
+    if len(graphs) > 1:
+        parts += [f"## Against {graphs[0]}, problem by problem", "\n".join(against(g, graphs[0]) for g in graphs[1:])]
+    resampling = against_resampling(latest, rows)
+    if resampling:  # every search is judged against plain resampling that spent no more tokens
+        parts += ["## Against plain resampling at no more tokens", "\n".join(resampling)]
     ablations = [g for g in graphs if graph_of[g] != g and graph_of[g] in graphs and graph_of[g] != graphs[0]]
     if ablations:  # a run with other settings against the same graph at its defaults
-        parts += ["## Against the same graph at its defaults",
-                  "\n".join(f"{pairwise(latest, g, graph_of[g])}; {changed_finals(latest, g, graph_of[g])}"
-                            for g in ablations)]
+        parts += ["## Against the same graph at its defaults", "\n".join(against(g, graph_of[g]) for g in ablations)]
     return "\n\n".join(parts) + "\n"
 
 

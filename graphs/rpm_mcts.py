@@ -343,8 +343,15 @@ def revise(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel |
     if tried["success"]:
         return {"nodes": updates, **_solved(state, context, view, leaf, tried, updates), "q": tried["q"],
                 "cost": total_cost(costs)}
-    reflection = tried["analysis"] or state["reflection"]
-    for node_id in search.path_to(view, leaf)[1:]:  # the re-roll-out's reflection goes to the path
+    grafted = {}
+    if tried["passed"]:  # every public test passes but the LLM doubts it: grafted and kept, as a roll-out's is
+        grafted = _graft(view, leaf, tried["rolled"], tried["q"])
+        last = list(grafted)[-1] if grafted else leaf
+        updates = merge_nodes(merge_nodes(updates, {**grafted, leaf: {"expanded": True} if grafted else {}}),
+                              {last: {"passing": True, "final_code": tried["code"]}})
+    # the released reflection after a re-roll-out: its program and the evaluator's analysis, on the path
+    reflection = "\n".join(text for text in (tried["code"], tried["analysis"]) if text) or state["reflection"]
+    for node_id in [*search.path_to(view, leaf)[1:], *grafted]:
         updates = merge_nodes(updates, {node_id: {"reflection": reflection}})
     return {"nodes": updates, "q": tried["q"], "reflection": reflection, "cost": total_cost(costs)}
 

@@ -9,9 +9,10 @@ HE="measurements/humaneval-fair-1.5b"
 AI="measurements/apps-intro-1.5b"
 bench() { echo "== $(date -u +%FT%TZ) $*"; codeforest bench --model local --cache --seed 5 --sample 20 "$@"; }
 
-# issue 15: the KB's topics from the search's own topic call, then RPM-MCTS with that KB (w/o-KB row unchanged)
+# issue 15: the KB's topics from the search's own topic call, then RPM-MCTS with that KB and without it
 codeforest kb retopic --steps tools/kb_steps.jsonl --model local 2>&1 | tee -a measurements/kb/retopic.log
 bench --dataset apps_introductory150 --out "$AI" --graph rpm_mcts
+CODEFOREST_RPM_KB=false bench --dataset apps_introductory150 --out "$AI" --graph rpm_mcts
 # issue 17: every graph at its defaults after the corrections (HumanEval, the same 20 problems as humaneval-1.5b),
 # then the token-budget sweep (largest first, the smaller replayed from the cache)
 bench --dataset humaneval --out "$HE" --graph direct --graph resample --graph codetree --graph bester --graph rethink_mcts

@@ -181,6 +181,7 @@ def test_runs_with_other_settings_are_kept_apart(tmp_path):
     assert main(["report", str(tmp_path)]) == 0
     md = (tmp_path / "report.md").read_text()
     assert f"{label} vs direct on the 2 problems both ran: solves 0" in md
+    assert "another final program on 0 (none)" in md  # an ablation of the first graph says so there
     assert "Against the same graph at its defaults" not in md  # direct is already the first graph
 
 

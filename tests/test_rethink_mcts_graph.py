@@ -74,6 +74,9 @@ def test_three_rollouts_rethink_dual_evaluation_and_final_choice():
     assert out["final_node"] == "n5" and "1 + x" in out["final_code"] and out["public_pass_rate"] == 1.0
     assert out["stop_reason"] == "budget_exhausted"
     assert out["cost"]["programs"] == 5 and out["cost"]["parse_failures"] == 1
+    # every thought on the path, labelled as the released state labels it
+    assert ('"""\n\nThought: Add exactly one to x.\nThought: return the argument plus one.\nThought: Fix the constant.'
+            '\nComplete the Python program') in script.prompts["solver"][4]
     feedback_prompt = script.prompts["expand_fb"][0]
     assert "(Execution Feedback)" in feedback_prompt and "(Block-level Analysis)" in feedback_prompt
     assert "[BLOCK-0]" in feedback_prompt and "returns 0" not in feedback_prompt and "still 0" in feedback_prompt

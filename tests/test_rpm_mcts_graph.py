@@ -60,11 +60,26 @@ def kb_path(tmp_path_factory):
     return str(path)
 
 
-def run(script, kb_path, **settings):
+def run(script, kb_path, problem=PROBLEM, **settings):
     settings = {"rpm_edit": False, "rpm_rerollout": False, **settings}  # Alg. 1 as printed, unless a test asks
     context = RpmContext(kb_path=kb_path, structured_output=False, **settings)
-    return build_graph(model=RespondingChatModel(respond=script, pass_kwargs=True)).invoke({"problem": PROBLEM},
+    return build_graph(model=RespondingChatModel(respond=script, pass_kwargs=True)).invoke({"problem": problem},
                                                                                          context=context)
+
+
+def test_a_standard_input_problem_gets_a_whole_program():
+    """The released implementer asks for functions only (the paper turns stdin problems into functions first):
+    a standard-input problem is asked for a program that reads its input, and that program passes."""
+    stdio = {"id": "S/sum", "prompt": "Read two ints, print their sum.", "kind": "stdio", "entry_point": None,
+             "public_tests": [{"input": "1 2\n", "output": "3\n"}]}
+    script = Script(next=["Next step: Read both numbers."], critic=["<score>8</score>"],
+                    roll=["Step 1: Read both numbers.\nStep 2: Print their sum."],
+                    code=["```python\na, b = map(int, input().split())\nprint(a + b)\n```"],
+                    evaluate=["<evaluation>10</evaluation>"])
+    out = run(script, "", problem=stdio, rpm_kb=False, rpm_width=1)
+    assert "reads the input from standard input" in script.prompts["code"][0]
+    assert "without main function" not in script.prompts["code"][0]
+    assert out["stop_reason"] == "solved" and out["public_pass_rate"] == 1.0
 
 
 def test_a_failed_rollout_is_located_grafted_and_reflected_then_a_passing_one_ends_the_search(kb_path):
@@ -224,18 +239,23 @@ def test_a_failed_rerollout_leaves_the_reflection_on_the_path_and_the_search_goe
                     critic=["<score>6</score>", "<score>7</score>"],
                     roll=["Step 1: Return x.", "Step 1: Return x.\nStep 2: Add one.\nStep 3: Return."],
                     code=[code("x"), code("x"), code("x + 1")],
-                    evaluate=["<evaluation>1</evaluation>", "<evaluation>1</evaluation>", "<evaluation>9</evaluation>"],
+                    evaluate=["<evaluation>1</evaluation>", "Still no addition.\n<evaluation>1</evaluation>",
+                              "<evaluation>9</evaluation>"],
                     locate=["<step_n>2</step_n> Remember to add one."], reroll=["Step 1: Return x."])
     out = run(script, kb_path="", rpm_kb=False, rpm_width=1, rpm_rollouts=2, rpm_ldb=False, rpm_rerollout=True)
     assert script.roles == ["next", "critic", "roll", "code", "evaluate", "locate", "reroll", "code", "evaluate",
                             "next", "critic", "roll", "code", "evaluate"]
-    assert out["nodes"]["n1"]["reflection"] == "Remember to add one." and out["stop_reason"] == "solved"
-    assert "Remember to add one." in script.prompts["next"][1]  # expansion 2 sees it
+    assert "Remember to add one." in script.prompts["reroll"][0]  # the re-roll-out sees the located error
+    # the released reflection after a failed re-roll-out: its program, then the evaluator's analysis
+    reflection = "def inc(x):\n    return x\nStill no addition."
+    assert out["nodes"]["n1"]["reflection"] == reflection and out["stop_reason"] == "solved"
+    assert reflection in script.prompts["next"][1]  # expansion 2 sees it
 
 
 def test_a_rollout_passing_the_tests_with_a_doubtful_llm_is_kept_whole_and_rolled_out_again():
     """Tests pass but the LLM says 7 < 9: no error location; the whole roll-out is grafted and marked passing, the
-    released re-roll-out sees the evaluator's doubt; at the budget's end the passing node is the final pick."""
+    released re-roll-out sees the evaluator's doubt; it passes too (8 < 9), so its step is grafted and marked
+    passing as well; at the budget's end the passing node of the higher value is the final pick."""
     script = Script(next=["Next step: Add one."], critic=["<score>6</score>"],
                     roll=["Step 1: Add one.\nStep 2: Return it."],
                     reroll=["Step 1: Add one.\nStep 2: Return it.\nStep 3: Check negative numbers."],
@@ -246,7 +266,9 @@ def test_a_rollout_passing_the_tests_with_a_doubtful_llm_is_kept_whole_and_rolle
     assert "Unsure about negatives." in script.prompts["reroll"][0] and "x + 1" in script.prompts["reroll"][0]
     nodes = out["nodes"]
     assert nodes["n2"]["text"] == "Return it." and nodes["n2"]["passing"] and nodes["n1"]["expanded"]
-    assert out["final_node"] == "n2" and out["stop_reason"] == "budget_exhausted" and out["public_pass_rate"] == 1.0
+    assert nodes["n3"]["text"] == "Check negative numbers." and nodes["n3"]["passing"] and nodes["n2"]["expanded"]
+    assert nodes["n3"]["value"] == 0.5 * 10 + 0.5 * 8 > nodes["n2"]["value"]
+    assert out["final_node"] == "n3" and out["stop_reason"] == "budget_exhausted" and out["public_pass_rate"] == 1.0
 
 
 def test_an_expansion_that_proposes_nothing_costs_a_rollout_and_the_next_one_samples_anew():
@@ -255,3 +277,17 @@ def test_an_expansion_that_proposes_nothing_costs_a_rollout_and_the_next_one_sam
     out = run(script, kb_path="", rpm_kb=False, rpm_width=1, rpm_rollouts=2)
     assert script.roles == ["next", "next", "critic", "roll", "code", "evaluate"] and out["stop_reason"] == "solved"
     assert script.kwargs[0]["seed"] != script.kwargs[1]["seed"]
+
+
+@pytest.mark.parametrize("reply, rolled", [
+    ("Step 1: Read x.\nStep 2: Add one.\nStep 3: Return it.", ["Return it."]),  # the path repeated, as asked
+    ("Step 3: Return it.\nStep 4: Check it.", ["Return it.", "Check it."]),  # only the continuation
+    ("Nothing useful.", []),
+])
+def test_a_rollout_keeps_only_the_steps_after_the_path(reply, rolled):
+    from codeforest.agents.thinker import full_steps
+    from codeforest.prompts import load_prompt
+
+    model = RespondingChatModel(respond=lambda messages: reply)
+    out = full_steps(model, load_prompt("thinker_rpm"), "Add one to x.", steps=["Step 1: Read x.", "Step 2: Add one."])
+    assert out.value == rolled and out.parsed == bool(rolled)
