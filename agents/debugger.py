@@ -14,9 +14,10 @@ REVIEW_MARK = "[additional review]:"
 
 
 def repair(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code: str, feedback: str,
-           reflection: str) -> Reply[str]:
-    """The Reflexion-style multi-turn repair; the Critic's review is stripped from the feedback."""
-    feedback = feedback.split(REVIEW_MARK)[0].rstrip()
+           reflection: str, review: bool = False) -> Reply[str]:
+    """The Reflexion-style multi-turn repair; the Critic's review is stripped from the feedback unless ``review``."""
+    if not review:
+        feedback = feedback.split(REVIEW_MARK)[0].rstrip()
     msgs = [
         SystemMessage(prompt.render(f"system.{problem['kind']}")),
         HumanMessage(prompt.render("challenge", problem=problem["prompt"])),

@@ -65,6 +65,10 @@ class CodeTreeContext(VerifierContext):
     codetree_final: Literal["best", "last_failing"] = Field(default="best", description=(
         "Program returned when nothing is accepted: 'best' (highest value, as the paper says) or "
         "'last_failing' (what the released code returns)."))
+    codetree_debugger_review: bool = Field(default=False, description=(
+        "True: the Debugger also sees the Critic's review of the program it repairs (the paper's App. A.1, the "
+        "Critic's judgement as extra environmental feedback); false: the review is stripped, as the released "
+        "code does, and reaches the Debugger only through the Thinker's reflection."))
     codetree_evaluator: Literal["critic", "verifier"] = Field(default="critic", description=(
         "Who judges a node: the Critic (the paper), or the Verifier (CodePRM) scoring the node's strategy and "
         "reflections: a visible pass is accepted when no step is flagged below θ, a failure scores "
@@ -249,7 +253,8 @@ def generate(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: Bas
         reply = solver.write_code(llm, kit.prompt(context, "solver"), state["problem"], hint=node["text"] or None)
     else:
         reply = debugger.repair(llm, kit.prompt(context, "debugger"), state["problem"], code=parent["code"],
-                                feedback=parent.get("feedback", ""), reflection=node["text"])
+                                feedback=parent.get("feedback", ""), reflection=node["text"],
+                                review=context.codetree_debugger_review)
     kit.emit("generated", node=node["id"], depth=node["depth"])
     return {"nodes": {node["id"]: {"code": reply.value}}, "cost": {**reply.cost, "programs": 1}}
 

@@ -66,7 +66,10 @@ def test_a_small_tree_takes_every_edge_with_exact_values():
     assert "[additional review]:" in nodes["n5"]["feedback"] and "negative inputs" in nodes["n5"]["feedback"]
 
 
-def test_critic_rejection_reaches_the_thinker_but_not_the_debugger():
+@pytest.mark.parametrize("review", [False, True])
+def test_critic_rejection_reaches_the_thinker_and_the_debugger_only_with_review(review):
+    """The released code strips the Critic's review from the Debugger's feedback; the paper's App. A.1
+    (``codetree_debugger_review``) gives it the review too."""
     script = RoleScript(
         strategy=["1. Add one to the argument."],
         solver=[code("x + 1 if x < 100 else x")],
@@ -74,10 +77,10 @@ def test_critic_rejection_reaches_the_thinker_but_not_the_debugger():
         reflection=["1. Remove the special case for large x."],
         debugger=[code("x + 1")],
     )
-    out = run(script)
+    out = run(script, codetree_debugger_review=review)
     assert out["stop_reason"] == "accepted" and out["final_node"] == "n2"
     assert "Hard-codes a bound at 100." in script.prompts["reflection"][0]
-    assert "Hard-codes a bound" not in script.prompts["debugger"][0]
+    assert ("Hard-codes a bound at 100." in script.prompts["debugger"][0]) == review
     assert "Remove the special case for large x." in script.prompts["debugger"][0]
 
 
