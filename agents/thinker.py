@@ -218,8 +218,9 @@ def full_steps(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: lis
     """RPM-MCTS's roll-out: the path's steps continued to a complete solution (the path kept as it is); with
     ``wrong`` (a failed program and its reflection), the released code's re-roll-out.
 
-    The reply's steps after the path's own (a reply that starts past them, at ``Step n+1``, is all new); none
-    readable is a parse failure (the path alone is returned).
+    The reply's steps numbered past the path's own (a reply may repeat the path, part of it, or none of it); a
+    reply numbered without regard to the path keeps the steps after as many as the path has. None readable is a
+    parse failure (the path alone is returned).
     """
     if wrong is None:
         user = prompt.render("full_steps", problem=problem, steps="\n".join(steps) or "(none)")
@@ -228,8 +229,9 @@ def full_steps(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: lis
                              wrong=wrong)
     raw, cost = call_model(model, [HumanMessage(user)])
     written = _numbered_steps(raw)
-    continued = bool(written) and written[0][0] > len(steps)  # the path not repeated: every step is new
-    rolled = [body for _, body in (written if continued else written[len(steps):])]
+    rolled = [body for number, body in written if number > len(steps)]
+    if not rolled:  # e.g. the path repeated with numbers from 1 and then continued from 1 again
+        rolled = [body for _, body in written[len(steps):]]
     return Reply(rolled, raw, cost, parsed=bool(written))
 
 

@@ -133,7 +133,7 @@ def recursion_limit(context: RethinkContext) -> int:
 def thoughts_text(nodes: dict, path: list[str]) -> str:
     """The thoughts along a path, as the prompts show them: one ``Thought: ...`` line each, the label the released
     state gives every thought (unlabelled, they read on as part of the problem statement)."""
-    return "\n".join(f"Thought: {t.strip()}" if t.strip() else "" for t in search.thoughts_on(nodes, path))
+    return "\n".join(f"Thought: {t.strip()}" for t in search.thoughts_on(nodes, path))
 
 
 def reward(v_test: float, v_llm: float | None, context: RethinkContext) -> float:

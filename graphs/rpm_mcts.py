@@ -17,7 +17,9 @@ the solution, Q = γ·10·pass rate + (1-γ)·LLM score. All public tests passin
 trace when ``rpm_ldb``), the rolled-out steps before it are grafted into the tree and the locator's analysis
 becomes the reflection for later expansions. The released code then revises a failed roll-out: when the
 wrong step is the simulated one, the node editor may rewrite it, and one more roll-out from the kept steps
-sees the wrong code and the reflection (``rpm_edit``, ``rpm_rerollout``; off: Alg. 1 as printed). Values are
+sees the wrong code and the reflection (``rpm_edit``, ``rpm_rerollout``; off: Alg. 1 as printed); a re-roll-out
+that passes the public tests is grafted like a roll-out, and its program with the evaluator's analysis becomes the
+path's reflection. Values are
 backed up as the released code does. At the end the highest-valued node's path is turned into code once more.
 
 Selection: ``rpm_selection="paper"`` is Eq. 2-3, Q + β·√(ln N(s) / (1 + N(s,a))) + α·10·K, with a node's
@@ -319,7 +321,10 @@ def simulate(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel
 
 def revise(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel | None = None) -> dict:
     """After a failed roll-out (released code): rewrite the simulated step when it is the wrong one (node edit),
-    then roll out once more from the kept steps with the wrong code and the reflection."""
+    then roll out once more from the kept steps with the wrong code and the reflection. A re-roll-out passing the
+    public tests is grafted like a roll-out (ending the search when the LLM scores it high enough, else kept as a
+    passing path for the final pick); the reflection left on the path is its program and the evaluator's
+    analysis."""
     context = kit.settings(runtime, CONTEXT)
     problem, nodes, failure, chosen = state["problem"], state["nodes"], state["failure"], state["simulated"]
     llm, text = kit.chat_model(context, model), question(problem)
@@ -339,7 +344,11 @@ def revise(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel |
     tried = _attempt(problem, context, llm, view, leaf, steps_on(view, search.path_to(view, leaf)),
                      purpose=("reroll", state["rollouts"]), wrong=wrong)
     costs += tried["costs"]
-    updates = merge_nodes(updates, {leaf: tried["record"]})
+    # the program rolled out from the leaf is kept there, as a roll-out's is on its node, unless the leaf already
+    # holds a program passing the public tests (one the re-roll-out must not replace)
+    keeps_own = bool(view[leaf].get("code")) and kit.passes_public(view[leaf].get("execution"))
+    if not keeps_own:
+        updates = merge_nodes(updates, {leaf: tried["record"]})
     if tried["success"]:
         return {"nodes": updates, **_solved(state, context, view, leaf, tried, updates), "q": tried["q"],
                 "cost": total_cost(costs)}
@@ -348,7 +357,8 @@ def revise(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel |
         grafted = _graft(view, leaf, tried["rolled"], tried["q"])
         last = list(grafted)[-1] if grafted else leaf
         updates = merge_nodes(merge_nodes(updates, {**grafted, leaf: {"expanded": True} if grafted else {}}),
-                              {last: {"passing": True, "final_code": tried["code"]}})
+                              {last: {"passing": True, "final_code": tried["code"],
+                                      **(tried["record"] if keeps_own and grafted else {})}})
     # the released reflection after a re-roll-out: its program and the evaluator's analysis, on the path
     reflection = "\n".join(text for text in (tried["code"], tried["analysis"]) if text) or state["reflection"]
     for node_id in [*search.path_to(view, leaf)[1:], *grafted]:

@@ -189,12 +189,13 @@ def test_report_compares_an_ablation_with_its_graph_at_defaults(tmp_path):
     runs = (("direct", {}, {0}), ("tree", {}, {0, 1}), ("tree", {"rethink_rethink": False}, {0, 2}))
     records = [{"graph": g, "settings": settings, "model": "m", "problem_id": f"P/{i}", "private_passed": i in solved,
                 "error": None, "final_code": f"x = {i in solved}\n"} for g, settings, solved in runs for i in range(3)]
+    records[-3]["final_code"] = "x = True  # another program, the same verdict\n"  # the ablation's P/0
     (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     assert main(["report", str(tmp_path)]) == 0
     against_defaults = (tmp_path / "report.md").read_text().split("## Against the same graph at its defaults")[1]
     assert against_defaults.strip() == ("- tree rethink_rethink=false vs tree on the 3 problems both ran: solves 1 "
                                         "that tree fails (P/2), fails 1 that tree solves (P/1); "
-                                        "another final program on 2 (P/1, P/2)")
+                                        "another final program on 3 (P/0, P/1, P/2)")
 
 
 def test_sigkill_loses_at_most_the_problems_in_flight(tmp_path):

@@ -271,6 +271,20 @@ def test_a_rollout_passing_the_tests_with_a_doubtful_llm_is_kept_whole_and_rolle
     assert out["final_node"] == "n3" and out["stop_reason"] == "budget_exhausted" and out["public_pass_rate"] == 1.0
 
 
+def test_a_failed_rerollout_does_not_replace_the_passing_program_of_its_node():
+    """The roll-out passes with a doubtful LLM and adds no step: its node holds the passing program; the
+    re-roll-out from there fails, and the node keeps its own program (the released code keeps none of it)."""
+    script = Script(next=["Next step: Add one."], critic=["<score>6</score>"], roll=["Step 1: Add one."],
+                    reroll=["Step 1: Add one.\nStep 2: Return zero."], code=[code("x + 1"), code("0"), code("x + 1")],
+                    evaluate=["<evaluation>7</evaluation>", "Returns zero.\n<evaluation>1</evaluation>"])
+    out = run(script, kb_path="", rpm_kb=False, rpm_width=1, rpm_rollouts=1, rpm_rerollout=True)
+    assert script.roles == ["next", "critic", "roll", "code", "evaluate", "reroll", "code", "evaluate", "code"]
+    n1 = out["nodes"]["n1"]
+    assert n1["passing"] and "x + 1" in n1["code"] and n1["execution"]["passed"] == 2 and n1["llm_score"] == 7
+    assert n1["reflection"] == "def inc(x):\n    return 0\nReturns zero." and set(out["nodes"]) == {"root", "n1"}
+    assert out["final_node"] == "n1" and out["public_pass_rate"] == 1.0
+
+
 def test_an_expansion_that_proposes_nothing_costs_a_rollout_and_the_next_one_samples_anew():
     script = Script(next=["", "Next step: Add one."], critic=["<score>8</score>"], roll=["Step 1: Add one."],
                     code=[code("x + 1")], evaluate=["<evaluation>10</evaluation>"])
@@ -282,6 +296,8 @@ def test_an_expansion_that_proposes_nothing_costs_a_rollout_and_the_next_one_sam
 @pytest.mark.parametrize("reply, rolled", [
     ("Step 1: Read x.\nStep 2: Add one.\nStep 3: Return it.", ["Return it."]),  # the path repeated, as asked
     ("Step 3: Return it.\nStep 4: Check it.", ["Return it.", "Check it."]),  # only the continuation
+    ("Step 2: Add one.\nStep 3: Return it.", ["Return it."]),  # the path's end repeated
+    ("Step 1: Read x.\nStep 2: Add one.\nStep 1: Return it.", ["Return it."]),  # numbered from 1 again
     ("Nothing useful.", []),
 ])
 def test_a_rollout_keeps_only_the_steps_after_the_path(reply, rolled):

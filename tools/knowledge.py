@@ -16,6 +16,7 @@ import hashlib
 import json
 import logging
 import os
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -34,17 +35,22 @@ class KnowledgeError(RuntimeError):
     """A knowledge base that is missing, was built differently, or holds the problem being solved."""
 
 
+_IMPORTING = threading.Lock()
+
+
 @contextlib.contextmanager
 def _root_logging_untouched():
-    """Undo what the body does to the root logger's level and handlers (an application's own choice)."""
-    root = logging.getLogger()
-    level, handlers = root.level, list(root.handlers)
-    try:
-        yield
-    finally:
-        for handler in [h for h in root.handlers if h not in handlers]:
-            root.removeHandler(handler)
-        root.setLevel(level)
+    """Undo what the body does to the root logger's level and handlers (an application's own choice); one body at
+    a time, so two threads cannot restore each other's state."""
+    with _IMPORTING:
+        root = logging.getLogger()
+        level, handlers = root.level, list(root.handlers)
+        try:
+            yield
+        finally:
+            for handler in [h for h in root.handlers if h not in handlers]:
+                root.removeHandler(handler)
+            root.setLevel(level)
 
 
 class WordLlamaEmbeddings(Embeddings):
