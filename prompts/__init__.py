@@ -110,6 +110,7 @@ def _parse(name: str, text: str, source: str) -> Prompt:
     prompt = Prompt(name=name, source=source, inputs=tuple(data.get("inputs", [])), templates=data["templates"])
     if not source.startswith("codeforest.prompts/"):
         _check_placeholders(prompt, _packaged(name).inputs if _has_packaged(name) else ())
+        _check_kinds(prompt)
     return prompt
 
 
@@ -133,6 +134,22 @@ def _check_placeholders(prompt: Prompt, supplied: tuple[str, ...]) -> None:
             if var in supplied and var not in prompt.inputs:
                 raise PromptError(f"{prompt.source}: template {key!r} uses {{{var}}} but 'inputs' does not "
                                   f"declare it; add it to inputs: [{', '.join((*prompt.inputs, var))}]")
+
+
+KINDS = ("function", "stdio")
+
+
+def _check_kinds(prompt: Prompt, node: object = None, key: str = "") -> None:
+    """A template split by problem kind needs every kind, or a problem of the missing one fails mid-run."""
+    node = prompt.templates if node is None else node
+    if not isinstance(node, dict):
+        return
+    missing = [kind for kind in KINDS if kind not in node]
+    if key and len(missing) < len(KINDS) and missing:
+        raise PromptError(f"{prompt.source}: template {key!r} is split by problem kind but has no "
+                          f"{' or '.join(repr(m) for m in missing)} variant")
+    for k, child in node.items():
+        _check_kinds(prompt, child, f"{key}.{k}" if key else str(k))
 
 
 def _has_packaged(name: str) -> bool:

@@ -101,11 +101,15 @@ def test_packaged_prompt_renders_only_declared_inputs():
 
 def test_user_prompts_dir_overrides_file_by_file(tmp_path):
     (tmp_path / "solver.yaml").write_text(
-        "inputs: [problem]\ntemplates:\n  system:\n    function: MINE\n  user: 'Q: {problem}'\n")
+        "inputs: [problem]\ntemplates:\n  system:\n    function: MINE\n    stdio: OURS\n  user: 'Q: {problem}'\n")
     prompt = load_prompt("solver", tmp_path)
     assert prompt.render("system.function") == "MINE" and prompt.render("user", problem="x") == "Q: x"
-    with pytest.raises(PromptError, match="has no template 'system.stdio'"):
-        prompt.render("system.stdio")
+    with pytest.raises(PromptError, match="has no template 'system.other'"):
+        prompt.render("system.other")
+    # a template split by problem kind but missing one fails when the folder loads, not on that kind's problem
+    (tmp_path / "solver.yaml").write_text("inputs: [problem]\ntemplates:\n  system:\n    function: MINE\n")
+    with pytest.raises(PromptError, match="template 'system' is split by problem kind but has no 'stdio'"):
+        load_prompt("solver", tmp_path)
     (tmp_path / "solver.yaml").write_text("just text")
     with pytest.raises(PromptError, match="needs a 'templates' mapping"):
         load_prompt("solver", tmp_path)

@@ -58,7 +58,8 @@ def test_stdio_problem_uses_the_stdio_prompt():
 
 def test_context_prompts_dir_reaches_the_agent(tmp_path):
     (tmp_path / "solver.yaml").write_text(
-        "inputs: [problem]\ntemplates:\n  system:\n    function: CUSTOM SYSTEM\n  user: 'Task: {problem}'\n")
+        "inputs: [problem]\ntemplates:\n  system:\n    function: CUSTOM SYSTEM\n    stdio: CUSTOM STDIO\n"
+        "  user: 'Task: {problem}'\n")
     model = ScriptedChatModel.of(code_reply("def total(xs):\n    return sum(xs)"))
     build_graph(model=model).invoke({"problem": PROBLEM}, context=Context(prompts_dir=str(tmp_path)))
     assert model.calls[0][0].content == "CUSTOM SYSTEM" and model.calls[0][1].content.startswith("Task: ")
