@@ -17,7 +17,7 @@ from typing import Literal
 
 from typing_extensions import TypedDict
 
-from codeforest.tools.testing import TestSuite
+from codeforest.tools.testing import KINDS, TestSuite
 
 DATA_ENV = "CODEFOREST_DATA"
 FUNCTION_FILES = ["humaneval164", "mbpp500", "apps_introductory150", "apps_interview150", "codecontests150"]
@@ -52,7 +52,7 @@ def validate_problem(problem: object) -> Problem:
             raise ValueError(f"problem.{key} is missing")
         if not isinstance(problem[key], kind):
             raise ValueError(f"problem.{key} must be a {kind.__name__}, not {type(problem[key]).__name__}")
-    if problem["kind"] not in ("function", "stdio"):
+    if problem["kind"] not in KINDS:
         raise ValueError(f"problem.kind must be 'function' or 'stdio', not {problem['kind']!r}")
     if problem["kind"] == "function":
         entry = problem.get("entry_point")

@@ -189,31 +189,27 @@ def equal_token_baselines(rows: list[dict], plain: set[str]) -> dict[str, dict]:
     return baselines
 
 
-def pairwise(latest: list[dict], graph: str, base: str) -> str:
-    """One line: the problems ``graph`` solves that ``base`` fails and the reverse, over the problems both ran."""
+def pairwise(latest: list[dict], graph: str, base: str, *, finals: bool = False) -> str:
+    """One line: the problems ``graph`` solves that ``base`` fails and the reverse, over the problems both ran;
+    with ``finals``, also those on which it returned another final program (what a setting changed beyond the
+    verdicts)."""
     by_key = {(run_label(r), r["problem_id"]): r for r in latest}
     problems = list(dict.fromkeys(r["problem_id"] for r in latest))
     common = [p for p in problems if (base, p) in by_key and (graph, p) in by_key]
     solved = {g: {p for p in common if by_key[g, p].get("private_passed")} for g in (graph, base)}
     won = [p for p in common if p in solved[graph] - solved[base]]
     lost = [p for p in common if p in solved[base] - solved[graph]]
-    return (f"- {graph} vs {base} on the {len(common)} problems both ran: "
+    line = (f"- {graph} vs {base} on the {len(common)} problems both ran: "
             f"solves {len(won)} that {base} fails ({', '.join(won) or 'none'}), "
             f"fails {len(lost)} that {base} solves ({', '.join(lost) or 'none'})")
-
-
-def changed_finals(latest: list[dict], graph: str, base: str) -> str:
-    """The problems both ran on which ``graph`` returned another final program than ``base`` (what a setting
-    changed beyond the verdicts)."""
-    by_key = {(run_label(r), r["problem_id"]): r for r in latest}
-    problems = list(dict.fromkeys(r["problem_id"] for r in latest))
+    if not finals:
+        return line
 
     def final(label: str, problem: str) -> str:
         return (by_key[label, problem].get("final_code") or "").strip()
 
-    both = [p for p in problems if (base, p) in by_key and (graph, p) in by_key]
-    changed = [p for p in both if final(graph, p) != final(base, p)]
-    return f"another final program on {len(changed)} ({', '.join(changed) or 'none'})"
+    changed = [p for p in common if final(graph, p) != final(base, p)]
+    return f"{line}; another final program on {len(changed)} ({', '.join(changed) or 'none'})"
 
 
 def against_resampling(latest: list[dict], rows: list[dict]) -> list[str]:
@@ -257,8 +253,7 @@ def markdown(records: list[dict]) -> str:
     graph_of = {run_label(r): r["graph"] for r in latest}
 
     def against(g: str, base: str) -> str:  # an ablation also says where its final program changed
-        line = pairwise(latest, g, base)
-        return f"{line}; {changed_finals(latest, g, base)}" if graph_of[g] == base != g else line
+        return pairwise(latest, g, base, finals=graph_of[g] == base != g)
 
     if len(graphs) > 1:
         parts += [f"## Against {graphs[0]}, problem by problem", "\n".join(against(g, graphs[0]) for g in graphs[1:])]

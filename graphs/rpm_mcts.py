@@ -356,9 +356,9 @@ def revise(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel |
     if tried["passed"]:  # every public test passes but the LLM doubts it: grafted and kept, as a roll-out's is
         grafted = _graft(view, leaf, tried["rolled"], tried["q"])
         last = list(grafted)[-1] if grafted else leaf
-        updates = merge_nodes(merge_nodes(updates, {**grafted, leaf: {"expanded": True} if grafted else {}}),
-                              {last: {"passing": True, "final_code": tried["code"],
-                                      **(tried["record"] if keeps_own and grafted else {})}})
+        held = tried["record"] if keeps_own and grafted else {}  # the program the leaf could not take
+        updates = merge_nodes(updates, {**grafted, **({leaf: {"expanded": True}} if grafted else {})})
+        updates = merge_nodes(updates, {last: {**held, "passing": True, "final_code": tried["code"]}})
     # the released reflection after a re-roll-out: its program and the evaluator's analysis, on the path
     reflection = "\n".join(text for text in (tried["code"], tried["analysis"]) if text) or state["reflection"]
     for node_id in [*search.path_to(view, leaf)[1:], *grafted]:

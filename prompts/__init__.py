@@ -15,6 +15,8 @@ from pathlib import Path
 
 import yaml
 
+from codeforest.tools.testing import KINDS
+
 _VAR = re.compile(r"\{(\w+)\}")
 
 
@@ -134,9 +136,6 @@ def _check_placeholders(prompt: Prompt, supplied: tuple[str, ...]) -> None:
             if var in supplied and var not in prompt.inputs:
                 raise PromptError(f"{prompt.source}: template {key!r} uses {{{var}}} but 'inputs' does not "
                                   f"declare it; add it to inputs: [{', '.join((*prompt.inputs, var))}]")
-
-
-KINDS = ("function", "stdio")
 
 
 def _check_kinds(prompt: Prompt, node: object = None, key: str = "") -> None:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 Kind = Literal["function", "stdio"]
+KINDS: tuple[str, ...] = get_args(Kind)
 
 FEEDBACK_LIMIT = 2500  # characters; CodeTree's released code cuts feedback here
 
