@@ -97,11 +97,6 @@ def recursion_limit(context: GvrContext) -> int:
 
 # --- decision rules (pure) --------------------------------------------------------------------------
 
-def thought_lines(thoughts: list[str]) -> str:
-    """The thoughts as the Thinker and Solver see them: ``\\nThought: ...`` each (the released state)."""
-    return "".join(f"\nThought: {t.strip()}" for t in thoughts)
-
-
 def value_of(pass_rate: float, has_tests: bool, prm_score: float | None, context: GvrContext) -> float:
     """A program's value: the pass rate, plus the Verifier's aggregate when it passes all (``pub_prm``);
     without public tests, the aggregate alone."""
@@ -140,7 +135,7 @@ def expand_children(state: dict, context: GvrContext, model: BaseChatModel, pare
     each), and "skip one thought step" (prior 1.0) for all when any of those cannot be read.
     """
     nodes, problem = state["nodes"], state["problem"]
-    previous = thought_lines(search.thoughts_on(nodes, search.path_to(nodes, parent_id)))
+    previous = search.thought_lines(search.thoughts_on(nodes, search.path_to(nodes, parent_id)))
     code, feedback = (failing["code"], failing["feedback"]) if failing else (None, None)
     prompt = kit.prompt(context, "thinker_gvr")
     ideas = thinker.thoughts(model, prompt, problem, previous=previous, width=context.gvr_width, code=code,
@@ -187,7 +182,7 @@ def simulate(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel
     llm = kit.chat_model(context, model)
     nodes, problem, leaf = state["nodes"], state["problem"], state["path"][-1]
     thoughts = search.thoughts_on(nodes, state["path"])
-    reply = solver.write_code(llm, kit.prompt(context, "solver_gvr"), problem, thoughts=thought_lines(thoughts))
+    reply = solver.write_code(llm, kit.prompt(context, "solver_mcts"), problem, thoughts=search.thought_lines(thoughts))
     costs = [{**reply.cost, "programs": 1, "sandbox_runs": 1}]
     result, record = kit.run_program(problem, reply.value, context, leaf, feedback=prm_feedback)
     has_tests, prm_score = result.total > 0, None

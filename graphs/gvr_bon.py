@@ -125,7 +125,7 @@ def think(state: GvrBonState, runtime: Runtime[GvrBonContext], model: BaseChatMo
 def write_code(state: GvrBonState, runtime: Runtime[GvrBonContext], model: BaseChatModel | None = None) -> dict:
     """Code for each pending chain from its thoughts, run on the public tests."""
     context = kit.settings(runtime, CONTEXT)
-    llm, prompt, nodes = kit.chat_model(context, model), kit.prompt(context, "solver_gvr"), state["nodes"]
+    llm, prompt, nodes = kit.chat_model(context, model), kit.prompt(context, "solver_mcts"), state["nodes"]
     updates, costs = {}, []
     for last in state["pending"]:
         thoughts = [nodes[j]["text"] for j in chain_ids(nodes, last)]

@@ -186,8 +186,8 @@ def simulate(state: RolloutState, runtime: Runtime[RethinkContext], model: BaseC
     context = kit.settings(runtime, CONTEXT)
     llm = kit.chat_model(context, model)
     nodes, problem, leaf = state["nodes"], state["problem"], state["path"][-1]
-    thoughts = thoughts_text(nodes, state["path"])
-    reply = solver.write_code(llm, kit.prompt(context, "solver"), problem, thoughts=thoughts)
+    thoughts = search.thought_lines(search.thoughts_on(nodes, state["path"]))
+    reply = solver.write_code(llm, kit.prompt(context, "solver_mcts"), problem, thoughts=thoughts)
     costs = [{**reply.cost, "programs": 1, "sandbox_runs": 1}]
     result, record = kit.run_program(problem, reply.value, context, leaf)
     v_test = result.pass_rate if result.total else 1.0

@@ -72,6 +72,11 @@ def thoughts_on(nodes: Mapping[str, NodeRecord], path: list[str]) -> list[str]:
     return [nodes[i]["text"] for i in thought_ids(nodes, path)]
 
 
+def thought_lines(thoughts: list[str]) -> str:
+    """The thoughts as the released thought-tree searches append them to the problem: ``\\nThought: ...`` each."""
+    return "".join(f"\nThought: {t.strip()}" for t in thoughts)
+
+
 def select_child(nodes: Mapping[str, NodeRecord], node_id: str, rule: str = "p_ucb", c_base: float = C_BASE,
                  c: float = C_EXPLORE) -> str | None:
     """The child with the highest score; ties go to the earliest child (the LLM's list order)."""

@@ -99,6 +99,14 @@ def test_packaged_prompt_renders_only_declared_inputs():
     assert "python code" in prompt.render("system.function")
 
 
+def test_thought_tree_solver_frames_stdio_problems_as_the_released_apps_handler():
+    prompt = load_prompt("solver_mcts")
+    function = prompt.render("user_with_thoughts.function", problem="def f(x):", thoughts="\nThought: add one")
+    stdio = prompt.render("user_with_thoughts.stdio", problem="Read n.", thoughts="\nThought: add one")
+    assert function.endswith("No other explanation or words attached!\ndef f(x):\nThought: add one")
+    assert stdio.endswith("\n\nQUESTION:\nRead n.\nUse Standard Input format\nANSWER:\n\nThought: add one")
+
+
 def test_user_prompts_dir_overrides_file_by_file(tmp_path):
     (tmp_path / "solver.yaml").write_text(
         "inputs: [problem]\ntemplates:\n  system:\n    function: MINE\n    stdio: OURS\n  user: 'Q: {problem}'\n")

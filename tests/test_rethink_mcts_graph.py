@@ -74,9 +74,13 @@ def test_three_rollouts_rethink_dual_evaluation_and_final_choice():
     assert out["final_node"] == "n5" and "1 + x" in out["final_code"] and out["public_pass_rate"] == 1.0
     assert out["stop_reason"] == "budget_exhausted"
     assert out["cost"]["programs"] == 5 and out["cost"]["parse_failures"] == 1
-    # every thought on the path, labelled as the released state labels it
-    assert ('"""\n\nThought: Add exactly one to x.\nThought: return the argument plus one.\nThought: Fix the constant.'
-            '\nComplete the Python program') in script.prompts["solver"][4]
+    # the released code writer: its system message, the instruction, then the problem and every thought on the path
+    # labelled as the released state labels it
+    code_prompt = script.prompts["solver"][4]
+    assert code_prompt.startswith("You are a helpful code generator that generate code to complete the given problem."
+                                  "\nComplete the Python program to solve the problem.")
+    assert code_prompt.endswith('"""\n\nThought: Add exactly one to x.\nThought: return the argument plus one.'
+                                '\nThought: Fix the constant.')
     feedback_prompt = script.prompts["expand_fb"][0]
     assert "(Execution Feedback)" in feedback_prompt and "(Block-level Analysis)" in feedback_prompt
     assert "[BLOCK-0]" in feedback_prompt and "returns 0" not in feedback_prompt and "still 0" in feedback_prompt
