@@ -158,6 +158,11 @@ def messages(system: str, user: str) -> list[BaseMessage]:
     return [SystemMessage(system), HumanMessage(user)]
 
 
+def with_system(prompt: Prompt, user: str, key: str = "system") -> list[BaseMessage]:
+    """The user message, after the prompt's ``key`` system message when the prompt has one."""
+    return messages(prompt.render(key), user) if prompt.has(key) else [HumanMessage(user)]
+
+
 def call_model(model: BaseChatModel, msgs: list[BaseMessage], role: str = "text") -> tuple[str, dict]:
     """Invoke the model once; return its text and the cost of the call (``ModelFault`` when it fails).
 

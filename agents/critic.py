@@ -8,7 +8,7 @@ import re
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from codeforest.agents.base import Reply, call_model, render_formatted, structured_call
+from codeforest.agents.base import Reply, call_model, render_formatted, structured_call, with_system
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
 
@@ -102,7 +102,8 @@ def self_evaluate(model: BaseChatModel, prompt: Prompt, problem: Problem, *, tho
     """RethinkMCTS's self-evaluation v_llm ∈ [-1, 1] of a program passing the public tests (unreadable: 0.0)."""
     user, structured = render_formatted(prompt, "self_eval", "self_eval_format", structured,
                                         problem=problem["prompt"], thoughts=thoughts, code=code)
-    parsed, raw, cost = structured_call(model, [HumanMessage(user)], SELF_EVAL_SCHEMA, enabled=structured)
+    parsed, raw, cost = structured_call(model, with_system(prompt, user, "self_eval_system"), SELF_EVAL_SCHEMA,
+                                        enabled=structured)
     if parsed is not None and isinstance(parsed.get("evaluation"), int | float):
         value = max(-1.0, min(1.0, float(parsed["evaluation"])))
         return Reply(value, raw, cost, analysis=str(parsed.get("explanation", "")))

@@ -15,7 +15,7 @@ import re
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from codeforest.agents.base import Reply, call_model, render_formatted, structured_call
+from codeforest.agents.base import Reply, call_model, render_formatted, structured_call, with_system
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
 from codeforest.tools.knowledge import TOPICS
@@ -128,7 +128,7 @@ def thoughts(model: BaseChatModel, prompt: Prompt, problem: Problem, *, previous
               "properties": {"thoughts": {"type": "array", "items": THOUGHTS_SCHEMA_ITEM, "minItems": 1,
                                           "maxItems": width}},
               "required": ["thoughts"], "additionalProperties": False}
-    parsed, raw, cost = structured_call(model, [HumanMessage(user)], schema, enabled=structured)
+    parsed, raw, cost = structured_call(model, with_system(prompt, user), schema, enabled=structured)
     items = []
     if parsed and isinstance(parsed.get("thoughts"), list):
         items = [(str(t.get("thought", "")).strip(), float(t.get("reasonableness", 1.0)))
@@ -255,8 +255,8 @@ def one_thought(model: BaseChatModel, prompt: Prompt, problem: Problem, *, previ
     """CodePRM's fallback when a thought list cannot be read: one sampled {"Thought", "Reasonableness"} (the
     caller binds the temperature and seed); ``None`` when this answer cannot be read either."""
     key = "one_with_feedback" if feedback is not None else "one"
-    raw, cost = call_model(model, [HumanMessage(prompt.render(key, problem=problem["prompt"], thoughts=previous,
-                                                              code=code or "", feedback=feedback or ""))])
+    raw, cost = call_model(model, with_system(prompt, prompt.render(key, problem=problem["prompt"], thoughts=previous,
+                                                                    code=code or "", feedback=feedback or "")))
     body = raw.split("```json")[1].split("```")[0] if "```json" in raw else raw
     match = re.search(r"\{.*\}", body, re.S)
     try:
@@ -271,7 +271,8 @@ def one_thought(model: BaseChatModel, prompt: Prompt, problem: Problem, *, previ
 
 def chain_step(model: BaseChatModel, prompt: Prompt, problem: Problem, *, previous: str) -> Reply[str]:
     """CodePRM's Best-of-N: the next thought of a chain in one or two sentences (sampled by the caller)."""
-    raw, cost = call_model(model, [HumanMessage(prompt.render("step", problem=problem["prompt"], thoughts=previous))])
+    user = prompt.render("step", problem=problem["prompt"], thoughts=previous)
+    raw, cost = call_model(model, with_system(prompt, user))
     text = re.sub(r"```.*?(```|\Z)", "", raw, flags=re.S)
     text = re.sub(r"^\s*(\d+\s*-\s*)?thought\s*\d*\s*:\s*", "", text.strip(), flags=re.I)
     text = " ".join(text.split())

@@ -29,7 +29,7 @@ from codeforest.jsonl import append_records, read_records
 from codeforest.problems import Task
 from codeforest.registry import context_for
 from codeforest.scoring import score_private
-from codeforest.tools.prm import STEP_TAG, prm_input
+from codeforest.tools.prm import prm_input, prm_steps
 
 log = logging.getLogger("codeforest.prm_data")
 FORMAT = "codeforest-prm/1"
@@ -72,10 +72,10 @@ def samples(task: Task, nodes: dict, labels: dict[str, float], dataset: str) -> 
         if not thoughts:
             continue
         feedback = node.get("feedback", "")
+        process_before_code, process = prm_steps(thoughts)
         out.append({"type": "sample", "dataset": dataset, "problem_id": task.id, "node": node_id,
                     "question": question, "thoughts": thoughts, "code": node["code"], "feedback": feedback,
-                    "process_before_code": "".join(f"{t.strip()}\n" for t in thoughts),
-                    "process": "".join(f"{t.strip()} {STEP_TAG}" for t in thoughts),
+                    "process_before_code": process_before_code, "process": process,
                     "input": prm_input(question, thoughts, node["code"], feedback),
                     "label": [round(labels[i], 6) for i in path]})
     return out

@@ -186,18 +186,20 @@ def verify_chains(state: GvrBonState, runtime: Runtime[GvrBonContext], model: Ba
 
 
 def refine(state: GvrBonState, runtime: Runtime[GvrBonContext], model: BaseChatModel | None = None) -> dict:
-    """Rewrite each failing chain's flagged thoughts one after another; those chains get new code next."""
+    """Rewrite each failing chain's flagged thoughts one after another, each seeing the ones already rewritten
+    (the released Best-of-N updates its state after every refinement); those chains get new code next."""
     context = kit.settings(runtime, CONTEXT)
     llm, prompt, nodes = kit.chat_model(context, model), kit.prompt(context, "rethink_gvr"), state["nodes"]
     updates, costs = {}, []
     for last, to_refine in state["flagged"].items():
         ids = chain_ids(nodes, last)
-        shown = state["problem"]["prompt"] + numbered([nodes[j]["text"] for j in ids])
+        texts = {j: nodes[j]["text"] for j in ids}
         for thought_id in to_refine:
+            shown = state["problem"]["prompt"] + numbered([texts[j] for j in ids])
             reply = rethink.refine(llm, prompt, state=shown, code=nodes[last]["code"],
                                    feedback=nodes[last]["feedback"], refine_id=ids.index(thought_id) + 1)
             costs.append(reply.cost)
-            old = nodes[thought_id]
+            old, texts[thought_id] = nodes[thought_id], reply.value
             updates[thought_id] = {"text": reply.value, "refined": old.get("refined", 0) + 1,
                                    "replaced_thought": old.get("replaced_thought", old["text"])}
             kit.emit("refined", node=thought_id, old=old["text"], new=reply.value)

@@ -43,7 +43,7 @@ from codeforest.problems import Problem, public_suite, validate_problem
 from codeforest.prompts import Prompt, check_prompts_dir, load_prompt
 from codeforest.tools.prm import HTTPScorer
 from codeforest.tools.sandbox import run_public_tests
-from codeforest.tools.testing import ExecutionResult, feedback_text
+from codeforest.tools.testing import ExecutionResult, feedback_text, shown_test
 from codeforest.tools.tracing import failing_test_trace
 
 log = logging.getLogger("codeforest")
@@ -217,7 +217,7 @@ def analyze_failure(problem: Problem, code: str, result: ExecutionResult, contex
     outcome = result.outcomes[index]
     shown = outcome.actual if outcome.actual is not None else outcome.error
     return trace, critic.analyze_blocks(model, prompt(context, "critic_mcts"), problem, code=code,
-                                        test=outcome.test.strip(), output=str(shown), trace=trace,
+                                        test=shown_test(outcome), output=str(shown), trace=trace,
                                         structured=context.structured_output)
 
 

@@ -36,7 +36,7 @@ from codeforest.context import VerifierContext
 from codeforest.graphs import kit, search, selection
 from codeforest.graphs.state import Cost, NodeRecord, SearchState, add_cost, merge_nodes, tokens_spent, total_cost
 from codeforest.problems import Problem
-from codeforest.tools.testing import ExecutionResult, prm_feedback
+from codeforest.tools.testing import ExecutionResult, prm_feedback, shown_test
 
 BUDGET_UNIT = "rollouts"
 ROOT = kit.ROOT
@@ -390,7 +390,7 @@ def verbal_feedback(problem: Problem, code: str, result: ExecutionResult, contex
     lines = ["(Execution Feedback)", "The code above fails the given unit test:"]
     for outcome in failing:
         shown = "Timed out" if outcome.timed_out else (outcome.actual if outcome.actual is not None else outcome.error)
-        lines.append(f"{outcome.test.strip()} # Current Execution Output: {shown}"[:TEST_LIMIT])
+        lines.append(f"{shown_test(outcome)} # Current Execution Output: {shown}"[:TEST_LIMIT])
     text = "\n".join(lines)
     if context.rethink_block_info and failing:
         trace, analysis = kit.analyze_failure(problem, code, result, context, model)

@@ -55,6 +55,22 @@ def test_best_of_n_by_verifier_reward_with_refine_of_the_failing_chain():
     assert out["cost"]["programs"] == 3 and out["stop_reason"] == "budget_exhausted"
 
 
+def test_each_refinement_sees_the_thoughts_rewritten_before_it():
+    class Shown(Chains):
+        def __call__(self, messages, **kwargs):
+            text = "\n".join(str(m.content) for m in messages)
+            if "Revise and enhance the" in text:
+                self.refine_prompts = [*getattr(self, "refine_prompts", []), text]
+            return super().__call__(messages, **kwargs)
+
+    chains = Shown({"x + 2": ['{"1-Thought": 0.1, "2-Thought": 0.3}'],
+                    "x + 1": ['{"1-Thought": 0.6, "2-Thought": 0.7}', '{"1-Thought": 0.8, "2-Thought": 0.95}']})
+    run(RespondingChatModel(respond=chains, pass_kwargs=True))
+    first, second = chains.refine_prompts
+    assert "\n1-Thought: A1 first.\n2-Thought: A2 add two." in first
+    assert "\n1-Thought: add one.\n2-Thought: A2 add two." in second and "Revise and enhance the 2-Thought" in second
+
+
 def test_before_refinement_the_higher_verifier_reward_would_have_won():
     chains = Chains({"x + 2": ['{"1-Thought": 0.9, "2-Thought": 0.3}'],
                      "x + 1": ['{"1-Thought": 0.6, "2-Thought": 0.7}']})

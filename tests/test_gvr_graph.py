@@ -71,6 +71,8 @@ def test_verify_refine_regenerate_with_exact_prompts():
     assert "Revise and enhance the 2-Thought" in script.prompts["refine"][1]
     assert nodes["n3"]["value"] == 0.5 and nodes["n3"]["code"].endswith("return 2")
     fb = script.prompts["expand_fb"][0]
+    generator = "You are a helpful code generator that generate code to complete the given problem.\n"
+    assert all(script.prompts[role][0].startswith(generator) for role in ("expand", "expand_fb", "solver"))
     assert "def inc(x):\n    return 2\nAbove is the combination of problem" in fb
     assert "## Failed test 1: \nassert inc(5) == 6" in fb and "\nThought: Return two." in fb
     assert (nodes["n1"]["visits"], nodes["root"]["visits"]) == (3, 3)

@@ -43,9 +43,10 @@ def test_one_sample_per_code_with_a_label_per_thought():
     assert [(s["node"], s["label"]) for s in written] == [("n1", [0.5]), ("n2", [0.25]), ("n3", [0.5, 1.0]),
                                                          ("n4", [0.5, 0.0])]
     n3 = written[2]
-    assert n3["thoughts"] == ["Add one.", "Use +."] and n3["process"] == f"Add one. {STEP_TAG}Use +. {STEP_TAG}"
-    assert n3["input"] == (f"{TASK.problem['prompt']} \nAdd one.\nUse +.\n \ndef inc(x):\n    return x + 1 \nfb \n"
-                           f"Add one. {STEP_TAG}Use +. {STEP_TAG}")
+    steps = f"1-Thought: Add one. {STEP_TAG}2-Thought: Use +. {STEP_TAG}"
+    assert n3["thoughts"] == ["Add one.", "Use +."] and n3["process"] == steps
+    assert n3["input"] == (f"{TASK.problem['prompt']} \n1-Thought: Add one.\n2-Thought: Use +.\n \ndef inc(x):\n"
+                           f"    return x + 1 \nfb \n{steps}")
 
 
 class Recorder:

@@ -81,6 +81,11 @@ def test_three_rollouts_rethink_dual_evaluation_and_final_choice():
                                   "\nComplete the Python program to solve the problem.")
     assert code_prompt.endswith('"""\n\nThought: Add exactly one to x.\nThought: return the argument plus one.'
                                 '\nThought: Fix the constant.')
+    # every role with the released system message (the block analysis shows none)
+    for role, system in (("expand", "You are a helpful code generator that generate code"), ("rethink", "You are an "
+                         "expert programmer.\n"), ("self_eval", "You are a evaluator that evaluates the code")):
+        assert script.prompts[role][0].startswith(system), role
+    assert script.prompts["blocks"][0].startswith(PROBLEM["prompt"])
     feedback_prompt = script.prompts["expand_fb"][0]
     assert "(Execution Feedback)" in feedback_prompt and "(Block-level Analysis)" in feedback_prompt
     assert "[BLOCK-0]" in feedback_prompt and "returns 0" not in feedback_prompt and "still 0" in feedback_prompt
@@ -165,3 +170,11 @@ def test_verbal_feedback_keeps_the_released_caps():
     assert len(feedback(8, 5000).splitlines()[2:]) == 6  # 6 of the 8 failing tests, 30,000 characters in all
     assert len(feedback(1, 20000).splitlines()[2]) == TEST_LIMIT
     assert len(feedback(8, 9000)) == FEEDBACK_CUT  # 6 · 8192 characters > 48000: cut to 32000
+
+
+def test_verbal_feedback_shows_a_stdin_tests_expected_output():
+    stdio = {**PROBLEM, "kind": "stdio", "entry_point": None, "public_tests": [{"input": "1\n", "output": "2\n"}]}
+    failing = TestOutcome("1\n", False, expected="2\n", actual="3\n", reason="wrong answer")
+    text = verbal_feedback(stdio, "print(3)", ExecutionResult(0, 1, [failing]),
+                           RethinkContext(rethink_block_info=False), None, [])
+    assert text.endswith("# Input:\n1\n\n# Ground Truth Output:\n2\n\n # Current Execution Output: 3\n")

@@ -29,9 +29,10 @@ def test_scores_are_read_as_the_released_code_reads_them():
 
 
 def test_prm_input_is_codeprms_exact_string():
-    text = prm_input("Q", ["t1", "t2"], "code", "fb")
-    assert text == f"Q \nt1\nt2\n \ncode \nfb \nt1 {STEP_TAG}t2 {STEP_TAG}"
-    assert prm_input("Q", ["t1"]) == f"Q \nt1 {STEP_TAG}"  # the math-style input
+    # each thought numbered as the released collector labels it (a label it already has is not doubled)
+    text = prm_input("Q", ["t1", "2-Thought: t2"], "code", "fb")
+    assert text == f"Q \n1-Thought: t1\n2-Thought: t2\n \ncode \nfb \n1-Thought: t1 {STEP_TAG}2-Thought: t2 {STEP_TAG}"
+    assert prm_input("Q", ["t1"]) == f"Q \n1-Thought: t1 {STEP_TAG}"  # the math-style input
 
 
 def test_prm_feedback_format():

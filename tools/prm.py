@@ -16,6 +16,7 @@ and read its value head at each step tag. The answer is ``{"scores": [float, ...
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Protocol, runtime_checkable
 
@@ -24,6 +25,7 @@ import httpx
 from codeforest.tools.stopwatch import MODEL, timed
 
 STEP_TAG = "\n\n\n\n\n"  # CodePRM's step separator: the PRM's score is read at each
+_LABEL = re.compile(r"^(\d+\s*-\s*)?thought\s*:\s*", re.IGNORECASE)  # a label the thought already carries
 
 
 @runtime_checkable
@@ -39,15 +41,21 @@ class PRMError(RuntimeError):
     """A PRM endpoint that failed after its retries, or answered something that is not one score per thought."""
 
 
+def prm_steps(thoughts: list[str]) -> tuple[str, str]:
+    """The chain as CodePRM's training data holds it: each thought numbered ``i-Thought: ...`` (the released
+    collector's and search's label), once plain before the code and once each followed by the step tag."""
+    steps = [f"{i}-Thought: {_LABEL.sub('', t.strip())}" for i, t in enumerate(thoughts, 1)]
+    return "".join(f"{s}\n" for s in steps), "".join(f"{s} {STEP_TAG}" for s in steps)
+
+
 def prm_input(problem: str, thoughts: list[str], code: str | None = None, feedback: str | None = None) -> str:
     """CodePRM's exact PRM input: the thoughts once before the code, then each followed by the step tag.
 
     Without code and feedback it is the "math-style" input of the paper's ablation: problem and tagged steps.
     """
-    process = "".join(f"{t.strip()} {STEP_TAG}" for t in thoughts)
+    before, process = prm_steps(thoughts)
     if code is None:
         return f"{problem} \n{process}"
-    before = "".join(f"{t.strip()}\n" for t in thoughts)
     return f"{problem} \n{before} \n{code} \n{feedback or ''} \n{process}"
 
 

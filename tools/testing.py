@@ -192,6 +192,14 @@ def prm_feedback(result: ExecutionResult) -> str:
     return "".join(f"\n\n## Failed test {k}: \n{text}" for k, text in enumerate(kept, 1)).strip()
 
 
+def shown_test(o: TestOutcome) -> str:
+    """A test as the feedback prompts show it: an assert as it is; a stdin test as its input and the expected
+    output (the released APPS executors' "# Input / # Ground Truth Output")."""
+    if o.expected is not None and not o.test.lstrip().startswith("assert"):
+        return f"# Input:\n{o.test}\n# Ground Truth Output:\n{o.expected}\n"
+    return o.test.strip()
+
+
 def _prm_failure(o: TestOutcome) -> str:
     got = _got(o, "TIMEOUT")
     if o.expected is not None and not o.test.lstrip().startswith("assert"):
