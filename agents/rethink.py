@@ -13,9 +13,10 @@ from codeforest.prompts import Prompt
 
 
 def rethink(model: BaseChatModel, prompt: Prompt, problem: Problem, *, thoughts: str, code: str,
-            feedback: str) -> Reply[str]:
-    """A replacement thought (one or two sentences, no code); an empty answer keeps the reply as it is."""
-    user = prompt.render("user", problem=problem["prompt"], thoughts=thoughts, code=code, feedback=feedback)
+            feedback: str, key: str = "user") -> Reply[str]:
+    """A replacement thought (one or two sentences, no code) from the ``key`` template; an empty answer keeps
+    the reply as it is."""
+    user = prompt.render(key, problem=problem["prompt"], thoughts=thoughts, code=code, feedback=feedback)
     raw, cost = call_model(model, with_system(prompt, user))
     text = re.sub(r"```.*?(```|\Z)", "", raw, flags=re.DOTALL).strip()  # a thought, not code
     text = re.sub(r"^(new\s+)?thought\s*(-?\d+)?\s*:\s*", "", text, flags=re.IGNORECASE).strip()

@@ -115,13 +115,14 @@ def parse_thoughts(text: str, width: int) -> list[tuple[str, float]]:
 
 
 def thoughts(model: BaseChatModel, prompt: Prompt, problem: Problem, *, previous: str, width: int = 3,
-             code: str | None = None, feedback: str | None = None,
-             structured: bool = False) -> Reply[list[tuple[str, float]]]:
-    """``width`` next (thought, prior) pairs, from the problem and the thoughts so far (and feedback, if any).
+             code: str | None = None, feedback: str | None = None, structured: bool = False,
+             feedback_key: str = "expand_with_feedback") -> Reply[list[tuple[str, float]]]:
+    """``width`` next (thought, prior) pairs, from the problem and the thoughts so far (and feedback, if any,
+    through the ``feedback_key`` template).
 
     Unreadable replies take the released code's fallback: ``width`` empty thoughts with prior 1.0.
     """
-    key = "expand" if feedback is None else "expand_with_feedback"
+    key = "expand" if feedback is None else feedback_key
     user, structured = render_formatted(prompt, key, "answer_format", structured, problem=problem["prompt"],
                                         thoughts=previous, width=width, code=code or "", feedback=feedback or "")
     schema = {"title": "Thoughts", "description": "Next thoughts with their reasonableness.", "type": "object",

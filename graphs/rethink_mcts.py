@@ -36,7 +36,7 @@ from codeforest.context import VerifierContext
 from codeforest.graphs import kit, search, selection
 from codeforest.graphs.state import Cost, NodeRecord, SearchState, add_cost, merge_nodes, tokens_spent, total_cost
 from codeforest.problems import Problem
-from codeforest.tools.testing import ExecutionResult, prm_feedback, shown_test
+from codeforest.tools.testing import ExecutionResult, TestOutcome, prm_feedback, shown_test
 
 BUDGET_UNIT = "rollouts"
 ROOT = kit.ROOT
@@ -45,6 +45,11 @@ CHARS_PER_TOKEN = 4  # the released code counts tiktoken tokens; characters / 4 
 TEST_LIMIT = 2048 * CHARS_PER_TOKEN  # ... each failing test cut to 2048 tokens
 FEEDBACK_LIMIT, FEEDBACK_CUT = 12000 * CHARS_PER_TOKEN, 8000 * CHARS_PER_TOKEN  # over 12000 tokens: cut to 8000
 NO_VERBAL = "The code generated following the thoughts doesn't pass some test cases."  # RethinkMCTSNoVerb's
+RELEASED_FEEDBACK = ("Above is the combination of problem + thoughts & reflections + code. The code is generated "
+                     "following the thoughts to solve the problem. However, the code generated following the thoughts "
+                     "doesn't pass some test cases. Here are the test cases the code doesn't pass: \n")
+RELEASED_BLOCKS = ("And here is one specific debug information of one failed test case. The code is divided into "
+                   "blocks and the analysis of the mistaken block is given:")
 
 
 class RethinkContext(VerifierContext):
@@ -67,6 +72,12 @@ class RethinkContext(VerifierContext):
     rethink_verbal_feedback: bool = Field(default=True, description=(
         "Ablation: false = w/o verbal feedback (the released NoVerb: the rethink is told only that the code "
         "fails some tests; expansions get no feedback)."))
+    rethink_feedback_layout: Literal["paper", "released"] = Field(default="paper", description=(
+        "How the verbal feedback is written and shown: the paper's App. B.4/B.5 (the expansion and the rethink "
+        "show problem, thoughts and code, then '(Execution Feedback)' and '(Block-level Analysis)', then the "
+        "instruction), or the released code's (one text 'Above is the combination of problem + thoughts & "
+        "reflections + code ...' with '## Failed test i' entries and the trace under '# Trace blocks debugging', "
+        "placed before the expansion's instruction and after the rethink's)."))
     rethink_block_info: bool = Field(default=True, description=(
         "Ablation: false = verbal feedback without the block-level analysis."))
     rethink_self_eval: bool = Field(default=True, description=(
@@ -171,7 +182,8 @@ def expand_children(state: dict, context: RethinkContext, model: BaseChatModel, 
     ideas = thinker.thoughts(model, kit.prompt(context, "thinker_mcts"), state["problem"],
                              previous=thoughts_text(nodes, search.path_to(nodes, parent_id)),
                              width=context.rethink_width, code=parent.get("code") if feedback is not None else None,
-                             feedback=feedback, structured=context.structured_output)
+                             feedback=feedback, structured=context.structured_output,
+                             feedback_key=f"expand_with_feedback{released_suffix(context)}")
     base = kit.next_order(nodes) + state.get("id_offset", 0)
     children: dict[str, NodeRecord] = {}
     for i, (text, prior) in enumerate(ideas.value):
@@ -198,7 +210,8 @@ def simulate(state: RolloutState, runtime: Runtime[RethinkContext], model: BaseC
         record["v_llm"] = v_llm = float(judged.value)
         kit.emit("verdict", node=leaf, v_llm=judged.value)
     elif v_test < 1.0 and context.rethink_verbal_feedback:
-        record["verbal_feedback"] = verbal_feedback(problem, reply.value, result, context, llm, costs)
+        record["verbal_feedback"] = verbal_feedback(problem, reply.value, result, context, llm, costs,
+                                                    thoughts=search.thoughts_on(nodes, state["path"]))
     record["reward"] = reward(v_test, v_llm, context)
     kit.emit("reward", node=leaf, reward=round(record["reward"], 4))
     program = {"node": leaf, "code": reply.value, "reward": record["reward"], "v_test": v_test,
@@ -240,7 +253,8 @@ def rethink_leaf(state: RolloutState, runtime: Runtime[RethinkContext], model: B
                                feedback=feedback, refine_id=ids.index(target) + 1 if target in ids else len(ids))
     else:
         reply = rethink.rethink(llm, kit.prompt(context, "rethink"), state["problem"],
-                                thoughts=thoughts_text(nodes, state["path"]), code=node["code"], feedback=feedback)
+                                thoughts=thoughts_text(nodes, state["path"]), code=node["code"], feedback=feedback,
+                                key=f"user{released_suffix(context) if feedback != NO_VERBAL else ''}")
     costs.append(reply.cost)
     old = nodes[target]["text"]
     kit.emit("rethink", node=target, old=old, new=reply.value)
@@ -383,23 +397,54 @@ def build_graph(checkpointer=None, *, model: BaseChatModel | None = None, name: 
     return graph_builder(model).compile(checkpointer=checkpointer, name=name)
 
 
+def released_suffix(context: RethinkContext) -> str:
+    """The templates of the released feedback layout end in ``_released``."""
+    return "_released" if context.rethink_feedback_layout == "released" else ""
+
+
 def verbal_feedback(problem: Problem, code: str, result: ExecutionResult, context: RethinkContext,
-                    model: BaseChatModel, costs: list[dict]) -> str:
-    """Failing tests with their outputs, plus the block-level trace and its analysis (RethinkMCTS App. B.5)."""
+                    model: BaseChatModel, costs: list[dict], thoughts: list[str] | None = None) -> str:
+    """Failing tests with their outputs, plus the block-level trace and its analysis: App. B.5's layout, or
+    the released code's (which also holds the problem, the ``thoughts`` and the code)."""
     failing = [o for o in result.outcomes if not o.passed][:MAX_FAILING_TESTS]
-    lines = ["(Execution Feedback)", "The code above fails the given unit test:"]
-    for outcome in failing:
-        shown = "Timed out" if outcome.timed_out else (outcome.actual if outcome.actual is not None else outcome.error)
-        lines.append(f"{shown_test(outcome)} # Current Execution Output: {shown}"[:TEST_LIMIT])
-    text = "\n".join(lines)
+    released = context.rethink_feedback_layout == "released"
+    shown = [current_output(o) for o in failing]
+    if released:
+        tests = "".join(f"\n\n## Failed test {i}: {released_failure(o, out)[:TEST_LIMIT]}"
+                        for i, (o, out) in enumerate(zip(failing, shown, strict=True), 1))
+        text = f"{problem['prompt']}{search.thought_lines(thoughts or [])}\n\n{code}\n\n{RELEASED_FEEDBACK}{tests} \n"
+    else:
+        lines = ["(Execution Feedback)", "The code above fails the given unit test:"]
+        lines += [f"{shown_test(o)} # Current Execution Output: {out}"[:TEST_LIMIT] for o, out in zip(failing, shown,
+                                                                                                     strict=True)]
+        text = "\n".join(lines)
     if context.rethink_block_info and failing:
-        trace, analysis = kit.analyze_failure(problem, code, result, context, model)
-        if analysis is None:
-            text = f"{text}\n{trace}"
-        else:
+        trace, analysis, traced = kit.traced_failure(problem, code, result, context, model)
+        if analysis is not None:
             costs.append(analysis.cost)
-            text = f"{text}\n(Block-level Analysis)\n{trace}\n{analysis.value}"
+            if released:
+                failed = released_failure(traced, current_output(traced))
+                text += (f"{RELEASED_BLOCKS}\n## Failed test: \n{failed}\n# Trace blocks debugging:\n"
+                         f"{trace}\n\n{analysis.value}")
+            else:
+                text += f"\n(Block-level Analysis)\n{trace}\n{analysis.value}"
+        elif not released:  # the released code adds nothing when no trace could be taken
+            text = f"{text}\n{trace}"
     return text[:FEEDBACK_CUT] if len(text) > FEEDBACK_LIMIT else text
+
+
+def current_output(outcome: TestOutcome) -> str:
+    """What a failing test printed or returned, else its error."""
+    return "Timed out" if outcome.timed_out else str(outcome.actual if outcome.actual is not None else outcome.error)
+
+
+def released_failure(outcome: TestOutcome, shown: str) -> str:
+    """A failing test as the released executors report it: the assert (or the input and the expected output),
+    then its current execution output."""
+    if outcome.expected is not None and not outcome.test.lstrip().startswith("assert"):
+        return (f"# Input:\n{outcome.test}\n# Ground Truth Output:\n{outcome.expected}\n\n"
+                f"# Current Execution Output: \n{shown}")
+    return f"\n{outcome.test.strip()}\n\n# Current Execution Output: \n{shown}"
 
 
 graph = build_graph()

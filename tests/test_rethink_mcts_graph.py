@@ -178,3 +178,26 @@ def test_verbal_feedback_shows_a_stdin_tests_expected_output():
     text = verbal_feedback(stdio, "print(3)", ExecutionResult(0, 1, [failing]),
                            RethinkContext(rethink_block_info=False), None, [])
     assert text.endswith("# Input:\n1\n\n# Ground Truth Output:\n2\n\n # Current Execution Output: 3\n")
+
+
+def test_released_feedback_layout_reaches_the_expansion_and_the_rethink():
+    paper, released = full_script(), full_script()
+    run(paper, rethink_rollouts=3)
+    run(released, rethink_rollouts=3, rethink_feedback_layout="released")
+    assert released.roles == paper.roles  # the same search, only the texts differ
+    rethink_prompt = released.prompts["rethink"][0]
+    assert rethink_prompt.startswith(
+        "You are an expert programmer.\nBased on your previous thoughts and the new experience, please provide a new "
+        "Thought to replace the previous one thought. This new thought should avoid the mistake.Remember that")
+    assert ("not the code. \nNew experience: " + PROBLEM["prompt"] + "\nThought: Return x + 1.\n\ndef inc(x):\n"
+            "    return x + 2\n\nAbove is the combination of problem + thoughts & reflections + code.") \
+        in rethink_prompt
+    assert ("doesn't pass some test cases. Here are the test cases the code doesn't pass: \n\n\n## Failed test 1: \n"
+            "assert inc(1) == 2\n\n# Current Execution Output: \n3") in rethink_prompt
+    assert ("the analysis of the mistaken block is given:\n## Failed test: \n\nassert inc(1) == 2\n\n"
+            "# Current Execution Output: \n3\n# Trace blocks debugging:\n[BLOCK-0]") in rethink_prompt
+    assert "(Execution Feedback)" not in rethink_prompt and "```python" not in rethink_prompt
+    expansion = released.prompts["expand_fb"][0]
+    body = expansion.split("\n", 1)[1]  # after the system message
+    assert body.startswith(PROBLEM["prompt"]) and "Above is the combination of problem + thoughts" in body
+    assert body.index("Above is the combination") < body.index("I need you to analyze and provide new thoughts")
