@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage
 
-from codeforest.agents.base import Reply, assemble_program, call_model, extract_code, messages
+from codeforest.agents.base import Reply, assemble_program, call_model, extract_code, with_system
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
 
@@ -25,11 +24,7 @@ def write_code(model: BaseChatModel, prompt: Prompt, problem: Problem, hint: str
         user = prompt.render("user_with_hint", problem=problem["prompt"], hint=hint)
     else:
         user = prompt.render(f"user.{kind}" if prompt.has(f"user.{kind}") else "user", problem=problem["prompt"])
-    if prompt.has(f"system.{kind}"):
-        msgs = messages(prompt.render(f"system.{kind}"), user)
-    else:  # a prompt without a system message (BESTER's)
-        msgs = [HumanMessage(user)]
-    raw, cost = call_model(model, msgs, role="code")
+    raw, cost = call_model(model, with_system(prompt, user, f"system.{kind}"), role="code")  # BESTER's has none
     return program_reply(problem, raw, cost)
 
 

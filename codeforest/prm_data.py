@@ -32,7 +32,7 @@ from codeforest.scoring import score_private
 from codeforest.tools.prm import prm_input, prm_steps
 
 log = logging.getLogger("codeforest.prm_data")
-FORMAT = "codeforest-prm/1"
+FORMAT = "codeforest-prm/2"  # 2: thoughts numbered "i-Thought: ..." in `process` and `input`
 LABELS = ("private", "mean")
 
 
@@ -88,6 +88,10 @@ def covered(out: str | Path) -> set[tuple[str, str]]:
     if not path.exists():
         return set()
     records, unreadable = read_records(path)
+    older = {r.get("format") for r in records if r.get("type") == "problem"} - {FORMAT}
+    if older:
+        raise ValueError(f"{path} holds samples in format {', '.join(sorted(map(str, older)))}, this version writes "
+                         f"{FORMAT}: collect into a new file rather than mix the two")
     done = {(r["dataset"], r["problem_id"]) for r in records if r.get("type") == "problem"}
     kept = [r for r in records if r.get("type") == "problem" or (r.get("dataset"), r.get("problem_id")) in done]
     if unreadable or len(kept) != len(records):

@@ -43,7 +43,7 @@ from codeforest.problems import Problem, public_suite, validate_problem
 from codeforest.prompts import Prompt, check_prompts_dir, load_prompt
 from codeforest.tools.prm import HTTPScorer
 from codeforest.tools.sandbox import run_public_tests
-from codeforest.tools.testing import ExecutionResult, TestOutcome, feedback_text, shown_test
+from codeforest.tools.testing import ExecutionResult, TestOutcome, feedback_text
 from codeforest.tools.tracing import failing_test_trace
 
 log = logging.getLogger("codeforest")
@@ -215,16 +215,18 @@ def analyze_failure(problem: Problem, code: str, result: ExecutionResult, contex
     return trace, reply
 
 
-def traced_failure(problem: Problem, code: str, result: ExecutionResult, context: Context,
-                   model: BaseChatModel) -> tuple[str, Reply | None, TestOutcome | None]:
-    """``analyze_failure`` and the failing test it traced (None without a trace)."""
+def traced_failure(problem: Problem, code: str, result: ExecutionResult, context: Context, model: BaseChatModel,
+                   show: Callable[[TestOutcome], str] = lambda o: o.test.strip(),
+                   ) -> tuple[str, Reply | None, TestOutcome | None]:
+    """``analyze_failure`` and the failing test it traced (None without a trace); ``show`` writes the test
+    into the analysis prompt."""
     trace, index = failing_test_trace(code, public_suite(problem), result, backend=context.sandbox)
     if index is None:
         return trace, None, None
     outcome = result.outcomes[index]
     shown = outcome.actual if outcome.actual is not None else outcome.error
     return trace, critic.analyze_blocks(model, prompt(context, "critic_mcts"), problem, code=code,
-                                        test=shown_test(outcome), output=str(shown), trace=trace,
+                                        test=show(outcome), output=str(shown), trace=trace,
                                         structured=context.structured_output), outcome
 
 

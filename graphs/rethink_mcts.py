@@ -27,7 +27,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite, Send
-from pydantic import Field
+from pydantic import Field, model_validator
 from typing_extensions import TypedDict
 
 from codeforest.agents import critic, rethink, solver, thinker
@@ -36,7 +36,15 @@ from codeforest.context import VerifierContext
 from codeforest.graphs import kit, search, selection
 from codeforest.graphs.state import Cost, NodeRecord, SearchState, add_cost, merge_nodes, tokens_spent, total_cost
 from codeforest.problems import Problem
-from codeforest.tools.testing import ExecutionResult, TestOutcome, prm_feedback, shown_test
+from codeforest.tools.testing import (
+    ExecutionResult,
+    TestOutcome,
+    current_output,
+    execution_report,
+    is_stdin_test,
+    prm_feedback,
+    shown_test,
+)
 
 BUDGET_UNIT = "rollouts"
 ROOT = kit.ROOT
@@ -45,9 +53,11 @@ CHARS_PER_TOKEN = 4  # the released code counts tiktoken tokens; characters / 4 
 TEST_LIMIT = 2048 * CHARS_PER_TOKEN  # ... each failing test cut to 2048 tokens
 FEEDBACK_LIMIT, FEEDBACK_CUT = 12000 * CHARS_PER_TOKEN, 8000 * CHARS_PER_TOKEN  # over 12000 tokens: cut to 8000
 NO_VERBAL = "The code generated following the thoughts doesn't pass some test cases."  # RethinkMCTSNoVerb's
-RELEASED_FEEDBACK = ("Above is the combination of problem + thoughts & reflections + code. The code is generated "
-                     "following the thoughts to solve the problem. However, the code generated following the thoughts "
-                     "doesn't pass some test cases. Here are the test cases the code doesn't pass: \n")
+RELEASED_NO_VERBAL = ("Above is the combination of problem + thoughts & reflections + code. The code is generated "
+                      "following the thoughts to solve the problem. However, the code generated following the "
+                      "thoughts doesn't pass some test cases.")
+RELEASED_FEEDBACK = f"{RELEASED_NO_VERBAL} Here are the test cases the code doesn't pass: \n"
+TIMED_OUT = "Timed out"
 RELEASED_BLOCKS = ("And here is one specific debug information of one failed test case. The code is divided into "
                    "blocks and the analysis of the mistaken block is given:")
 
@@ -88,6 +98,13 @@ class RethinkContext(VerifierContext):
     rethink_locate: Literal["leaf", "verifier"] = Field(default="leaf", description=(
         "Which thought a failing program's rethink rewrites: the leaf's (the paper), or the one the Verifier "
         "scores lowest on the path (CodePRM's locate-min, rewritten with its refine prompt)."))
+
+    @model_validator(mode="after")
+    def _layout_fits_the_locator(self) -> RethinkContext:
+        if self.rethink_locate == "verifier" and self.rethink_feedback_layout == "released":
+            raise ValueError("rethink_feedback_layout='released' writes problem, thoughts and code into the feedback, "
+                             "and rethink_locate='verifier' shows them again: use the paper layout with the Verifier")
+        return self
 
     def slots_needed(self) -> int:
         """Concurrent rollouts need as many server slots."""
@@ -237,8 +254,13 @@ def rethink_leaf(state: RolloutState, runtime: Runtime[RethinkContext], model: B
     context = kit.settings(runtime, CONTEXT)
     llm, nodes, leaf = kit.chat_model(context, model), state["nodes"], state["path"][-1]
     node = nodes[leaf]
-    feedback = (node.get("verbal_feedback") or node.get("feedback", "")) if context.rethink_verbal_feedback \
-        else NO_VERBAL
+    if context.rethink_verbal_feedback:
+        feedback = node.get("verbal_feedback") or node.get("feedback", "")
+    elif context.rethink_feedback_layout == "released":  # the released NoVerb's text: no test, no trace
+        thoughts = search.thought_lines(search.thoughts_on(nodes, state["path"]))
+        feedback = f"{state['problem']['prompt']}{thoughts}\n\n {node['code']}\n\n{RELEASED_NO_VERBAL}"
+    else:
+        feedback = NO_VERBAL
     costs, target = [], leaf
     if context.rethink_locate == "verifier":
         ids = search.thought_ids(nodes, state["path"])
@@ -254,7 +276,7 @@ def rethink_leaf(state: RolloutState, runtime: Runtime[RethinkContext], model: B
     else:
         reply = rethink.rethink(llm, kit.prompt(context, "rethink"), state["problem"],
                                 thoughts=thoughts_text(nodes, state["path"]), code=node["code"], feedback=feedback,
-                                key=f"user{released_suffix(context) if feedback != NO_VERBAL else ''}")
+                                key=f"user{released_suffix(context)}")
     costs.append(reply.cost)
     old = nodes[target]["text"]
     kit.emit("rethink", node=target, old=old, new=reply.value)
@@ -408,22 +430,19 @@ def verbal_feedback(problem: Problem, code: str, result: ExecutionResult, contex
     the released code's (which also holds the problem, the ``thoughts`` and the code)."""
     failing = [o for o in result.outcomes if not o.passed][:MAX_FAILING_TESTS]
     released = context.rethink_feedback_layout == "released"
-    shown = [current_output(o) for o in failing]
     if released:
-        tests = "".join(f"\n\n## Failed test {i}: {released_failure(o, out)[:TEST_LIMIT]}"
-                        for i, (o, out) in enumerate(zip(failing, shown, strict=True), 1))
+        tests = "".join(f"\n\n## Failed test {i}: {released_failure(o)[:TEST_LIMIT]}" for i, o in enumerate(failing, 1))
         text = f"{problem['prompt']}{search.thought_lines(thoughts or [])}\n\n{code}\n\n{RELEASED_FEEDBACK}{tests} \n"
     else:
         lines = ["(Execution Feedback)", "The code above fails the given unit test:"]
-        lines += [f"{shown_test(o)} # Current Execution Output: {out}"[:TEST_LIMIT] for o, out in zip(failing, shown,
-                                                                                                     strict=True)]
+        lines += [paper_failure(o)[:TEST_LIMIT] for o in failing]
         text = "\n".join(lines)
     if context.rethink_block_info and failing:
-        trace, analysis, traced = kit.traced_failure(problem, code, result, context, model)
+        trace, analysis, traced = kit.traced_failure(problem, code, result, context, model, show=block_test)
         if analysis is not None:
             costs.append(analysis.cost)
             if released:
-                failed = released_failure(traced, current_output(traced))
+                failed = released_failure(traced)[:TEST_LIMIT]
                 text += (f"{RELEASED_BLOCKS}\n## Failed test: \n{failed}\n# Trace blocks debugging:\n"
                          f"{trace}\n\n{analysis.value}")
             else:
@@ -433,18 +452,22 @@ def verbal_feedback(problem: Problem, code: str, result: ExecutionResult, contex
     return text[:FEEDBACK_CUT] if len(text) > FEEDBACK_LIMIT else text
 
 
-def current_output(outcome: TestOutcome) -> str:
-    """What a failing test printed or returned, else its error."""
-    return "Timed out" if outcome.timed_out else str(outcome.actual if outcome.actual is not None else outcome.error)
+def released_failure(outcome: TestOutcome) -> str:
+    """A failing test as the released RethinkMCTS executors report it."""
+    return execution_report(outcome, current_output(outcome, TIMED_OUT), label="# Current Execution Output: \n",
+                            assert_lead="\n")
 
 
-def released_failure(outcome: TestOutcome, shown: str) -> str:
-    """A failing test as the released executors report it: the assert (or the input and the expected output),
-    then its current execution output."""
-    if outcome.expected is not None and not outcome.test.lstrip().startswith("assert"):
-        return (f"# Input:\n{outcome.test}\n# Ground Truth Output:\n{outcome.expected}\n\n"
-                f"# Current Execution Output: \n{shown}")
-    return f"\n{outcome.test.strip()}\n\n# Current Execution Output: \n{shown}"
+def paper_failure(outcome: TestOutcome) -> str:
+    """A failing test as App. B.5 shows it: the assert with its output beside it (a stdin test: its input and
+    expected output, then the output on the next line)."""
+    gap = "\n" if is_stdin_test(outcome) else " "
+    return f"{shown_test(outcome)}{gap}# Current Execution Output: {current_output(outcome, TIMED_OUT)}"
+
+
+def block_test(outcome: TestOutcome) -> str:
+    """The failing test in the block-analysis prompt, whose template writes its output after it."""
+    return f"{shown_test(outcome)}\n" if is_stdin_test(outcome) else shown_test(outcome)
 
 
 graph = build_graph()

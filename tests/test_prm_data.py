@@ -99,6 +99,14 @@ def test_a_problem_cut_short_by_a_kill_is_dropped_and_redone(tmp_path):
     assert covered(out) == set() and out.read_text() == ""
 
 
+def test_a_file_of_an_older_format_is_not_appended_to(tmp_path):
+    out = tmp_path / "prm.jsonl"
+    out.write_text(json.dumps({"type": "problem", "format": "codeforest-prm/1", "dataset": "mini",
+                               "problem_id": "T/inc"}) + "\n")
+    with pytest.raises(ValueError, match="format codeforest-prm/1, this version writes codeforest-prm/2"):
+        covered(out)
+
+
 def test_cli_needs_an_out_file_and_prints_stats(tmp_path, capsys):
     assert cli.main(["collect-prm", "--dataset", "humaneval"]) == 2
     out = tmp_path / "prm.jsonl"

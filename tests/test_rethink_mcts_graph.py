@@ -177,7 +177,26 @@ def test_verbal_feedback_shows_a_stdin_tests_expected_output():
     failing = TestOutcome("1\n", False, expected="2\n", actual="3\n", reason="wrong answer")
     text = verbal_feedback(stdio, "print(3)", ExecutionResult(0, 1, [failing]),
                            RethinkContext(rethink_block_info=False), None, [])
-    assert text.endswith("# Input:\n1\n\n# Ground Truth Output:\n2\n\n # Current Execution Output: 3\n")
+    assert text.endswith("# Input:\n1\n\n# Ground Truth Output:\n2\n\n# Current Execution Output: 3\n")
+    released = verbal_feedback(stdio, "print(3)", ExecutionResult(0, 1, [failing]),
+                               RethinkContext(rethink_block_info=False, rethink_feedback_layout="released"), None, [],
+                               thoughts=["Print n + 1."])
+    assert released.startswith(stdio["prompt"] + "\nThought: Print n + 1.\n\nprint(3)\n\nAbove is the combination")
+    assert released.endswith("## Failed test 1: # Input:\n1\n\n# Ground Truth Output:\n2\n\n\n"
+                             "# Current Execution Output: \n3\n \n")
+
+
+def test_released_no_verbal_rethink_and_the_layout_refused_with_the_verifier_locator():
+    script = Script(expand=[thoughts(("Return x + 2.", 1.0))] * 3, expand_fb=[thoughts(("Add one.", 1.0))] * 3,
+                    solver=[code("x + 2"), code("x + 1"), code("x + 1")] * 2, rethink=["Add one to x."] * 3,
+                    self_eval=["0.4"] * 3)
+    run(script, rethink_rollouts=2, rethink_verbal_feedback=False, rethink_feedback_layout="released")
+    prompt = script.prompts["rethink"][0]
+    assert ("New experience: " + PROBLEM["prompt"] + "\nThought: Return x + 2.\n\n def inc(x):\n    return x + 2\n\n"
+            "Above is the combination of problem + thoughts & reflections + code.") in prompt
+    assert prompt.endswith("doesn't pass some test cases.\n") and "assert inc" not in prompt
+    with pytest.raises(ValueError, match="use the paper layout with the Verifier"):
+        RethinkContext(rethink_locate="verifier", rethink_feedback_layout="released")
 
 
 def test_released_feedback_layout_reaches_the_expansion_and_the_rethink():

@@ -123,7 +123,12 @@ def _show_test(o: TestOutcome) -> str:
     return o.test.strip()
 
 
-def _got(o: TestOutcome, timed_out: str) -> str:
+def is_stdin_test(o: TestOutcome) -> bool:
+    """A stdin/stdout test (its input and expected output), not an assert."""
+    return o.expected is not None and not o.test.lstrip().startswith("assert")
+
+
+def current_output(o: TestOutcome, timed_out: str) -> str:
     """What a failing test saw: the wrong output, else the error (or the output), or ``timed_out``."""
     if o.timed_out:
         return timed_out
@@ -133,8 +138,8 @@ def _got(o: TestOutcome, timed_out: str) -> str:
 
 
 def _show_failure(o: TestOutcome) -> str:
-    got = _got(o, "Program timed out")
-    if o.expected is not None and not o.test.lstrip().startswith("assert"):
+    got = current_output(o, "Program timed out")
+    if is_stdin_test(o):
         return f"Input: {o.test!r}\nExpected output: {o.expected!r}\nProgram output: {got!r}"
     test = o.test.strip()
     if "\n" in test:  # a whole check() block: show only its last lines
@@ -195,13 +200,17 @@ def prm_feedback(result: ExecutionResult) -> str:
 def shown_test(o: TestOutcome) -> str:
     """A test as the feedback prompts show it: an assert as it is; a stdin test as its input and the expected
     output (the released APPS executors' "# Input / # Ground Truth Output")."""
-    if o.expected is not None and not o.test.lstrip().startswith("assert"):
-        return f"# Input:\n{o.test}\n# Ground Truth Output:\n{o.expected}\n"
+    if is_stdin_test(o):
+        return f"# Input:\n{o.test}\n# Ground Truth Output:\n{o.expected}"
     return o.test.strip()
 
 
+def execution_report(o: TestOutcome, got: str, *, label: str = "# Current Execution Output:\n",
+                     assert_lead: str = "") -> str:
+    """A failing test as the released executors report it: the test as shown, a blank line, ``label`` and what
+    it printed or returned (``assert_lead`` goes before an assert: the released RethinkMCTS starts it on a new line)."""
+    return f"{'' if is_stdin_test(o) else assert_lead}{shown_test(o)}\n\n{label}{got}"
+
+
 def _prm_failure(o: TestOutcome) -> str:
-    got = _got(o, "TIMEOUT")
-    if o.expected is not None and not o.test.lstrip().startswith("assert"):
-        return f"# Input:\n{o.test}\n# Ground Truth Output:\n{o.expected}\n\n# Current Execution Output:\n{got}"
-    return f"{o.test.strip()}\n\n# Current Execution Output:\n{got}"
+    return execution_report(o, current_output(o, "TIMEOUT"))
