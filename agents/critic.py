@@ -118,7 +118,8 @@ def analyze_blocks(model: BaseChatModel, prompt: Prompt, problem: Problem, *, co
     """The LDB-style judgement of each traced block, as text to append to the verbal feedback."""
     user, structured = render_formatted(prompt, "blocks", "blocks_format", structured, problem=problem["prompt"],
                                         code=code, test=test, output=output, trace=trace)
-    parsed, raw, cost = structured_call(model, [HumanMessage(user)], BLOCKS_SCHEMA, enabled=structured)
+    parsed, raw, cost = structured_call(model, with_system(prompt, user, "blocks_system"), BLOCKS_SCHEMA,
+                                        enabled=structured)
     if parsed is not None and isinstance(parsed.get("blocks"), list):
         return Reply("\n".join(json.dumps(b) for b in parsed["blocks"]), raw, cost)
     return Reply(raw.strip(), raw, cost)

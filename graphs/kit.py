@@ -205,27 +205,27 @@ def run_program(problem: Problem, code: str, context: Context, node_id: str,
 
 
 def analyze_failure(problem: Problem, code: str, result: ExecutionResult, context: Context,
-                    model: BaseChatModel) -> tuple[str, Reply | None]:
+                    model: BaseChatModel, prompt_name: str = "critic_mcts") -> tuple[str, Reply | None]:
     """The block-level trace of the first failing public test and the LLM's judgement of each block (LDB).
 
     Returns the trace text and the Critic's reply; without a trace (it failed or timed out) the text is the
     plain "expected X, got Y" fallback and there is no reply (no model call).
     """
-    trace, reply, _ = traced_failure(problem, code, result, context, model)
+    trace, reply, _ = traced_failure(problem, code, result, context, model, prompt_name=prompt_name)
     return trace, reply
 
 
 def traced_failure(problem: Problem, code: str, result: ExecutionResult, context: Context, model: BaseChatModel,
-                   show: Callable[[TestOutcome], str] = lambda o: o.test.strip(),
+                   show: Callable[[TestOutcome], str] = lambda o: o.test.strip(), prompt_name: str = "critic_mcts",
                    ) -> tuple[str, Reply | None, TestOutcome | None]:
     """``analyze_failure`` and the failing test it traced (None without a trace); ``show`` writes the test
-    into the analysis prompt."""
+    into the analysis prompt, ``prompt_name`` holds its ``blocks`` template."""
     trace, index = failing_test_trace(code, public_suite(problem), result, backend=context.sandbox)
     if index is None:
         return trace, None, None
     outcome = result.outcomes[index]
     shown = outcome.actual if outcome.actual is not None else outcome.error
-    return trace, critic.analyze_blocks(model, prompt(context, "critic_mcts"), problem, code=code,
+    return trace, critic.analyze_blocks(model, prompt(context, prompt_name), problem, code=code,
                                         test=show(outcome), output=str(shown), trace=trace,
                                         structured=context.structured_output), outcome
 

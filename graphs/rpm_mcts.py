@@ -463,7 +463,7 @@ def _debug_text(problem: Problem, code: str, result, analysis: str, context: Rpm
         return analysis or "(not run)"
     if not context.rpm_ldb or result.all_passed or not result.total:
         return analysis or feedback_text(result)
-    trace, blocks = kit.analyze_failure(problem, code, result, context, llm)
+    trace, blocks = kit.analyze_failure(problem, code, result, context, llm, prompt_name="critic_rpm")
     if blocks is None:
         return f"{feedback_text(result)}\n{trace}"
     costs.append(blocks.cost)

@@ -81,11 +81,12 @@ def test_three_rollouts_rethink_dual_evaluation_and_final_choice():
                                   "\nComplete the Python program to solve the problem.")
     assert code_prompt.endswith('"""\n\nThought: Add exactly one to x.\nThought: return the argument plus one.'
                                 '\nThought: Fix the constant.')
-    # every role with the released system message (the block analysis shows none)
+    # every role with the released system message
     for role, system in (("expand", "You are a helpful code generator that generate code"), ("rethink", "You are an "
                          "expert programmer.\n"), ("self_eval", "You are a evaluator that evaluates the code")):
         assert script.prompts[role][0].startswith(system), role
-    assert script.prompts["blocks"][0].startswith(PROBLEM["prompt"])
+    assert script.prompts["blocks"][0].startswith(f"You are an expert programming assistant.\n{PROBLEM['prompt']}")
+    assert "To fix this issue, we should change the operator from '-' to '+'" in script.prompts["blocks"][0]
     feedback_prompt = script.prompts["expand_fb"][0]
     assert "(Execution Feedback)" in feedback_prompt and "(Block-level Analysis)" in feedback_prompt
     assert "[BLOCK-0]" in feedback_prompt and "returns 0" not in feedback_prompt and "still 0" in feedback_prompt
