@@ -6,9 +6,9 @@ import json
 import re
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage
 
-from codeforest.agents.base import Reply, call_model, render_formatted, structured_call, with_system
+from codeforest.agents.base import Reply, call_model, messages, render_formatted, structured_call, with_system
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
 
@@ -52,7 +52,7 @@ def _judge(model, prompt: Prompt, task: str, problem: Problem, code: str, feedba
            key: str, parse, fallback, structured: bool) -> Reply:
     system, structured = render_formatted(prompt, f"{task}.system", f"{task}.answer_format", structured)
     user = prompt.render(f"{task}.user", problem=problem["prompt"], code=code, feedback=feedback)
-    parsed, raw, cost = structured_call(model, [SystemMessage(system), HumanMessage(user)], schema,
+    parsed, raw, cost = structured_call(model, messages(system, user), schema,
                                         enabled=structured)
     if parsed is not None and key in parsed:
         return Reply(parsed[key], raw, cost, analysis=str(parsed.get("analysis", "")))

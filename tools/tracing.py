@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from codeforest.tools.sandbox import get_sandbox
 from codeforest.tools.stopwatch import SANDBOX, timed
-from codeforest.tools.testing import ExecutionResult, TestOutcome, TestSuite
+from codeforest.tools.testing import ExecutionResult, TestOutcome, TestSuite, is_stdin_test
 
 MAX_BLOCKS = 10  # first 5 + last 5, as RethinkMCTS's released code caps the trace
 TRACE_TIMEOUT_S = 5.0
@@ -190,7 +190,7 @@ def _vars_line(values: dict[str, str]) -> str:
 def plain_feedback(outcome: TestOutcome) -> str:
     """The fallback when no trace is available: the test, what was expected and what came out."""
     got = "a time-out" if outcome.timed_out else (outcome.error if outcome.actual is None else outcome.actual)
-    if outcome.expected is not None and not outcome.test.lstrip().startswith("assert"):
+    if is_stdin_test(outcome):
         return f"For input {outcome.test!r} the expected output is {outcome.expected!r} but the real output is {got!r}"
     return f"The assertion is {outcome.test.strip()} but the real execution output is {got}"
 
