@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The measurement queue of issues 15, 17, 16 and 21, in the order it runs (the issue that needs the least model
-# time first). Every step is a resumable `codeforest bench` (a rerun skips finished problems), so on a new machine
-# rerun this script and it continues. Model runs go one after another: two at once on 2 cores are slower than in
+# The measurement queue of issues 17, 15, 16 and 21, in the order it runs (the issue that needs the least model
+# time left first: 17 before the rest of 15 since session 10). Every step is a resumable `codeforest bench` (a rerun
+# skips finished problems), so on a new machine rerun this script and it continues. Model runs go one after another: two at once on 2 cores are slower than in
 # turn.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -9,10 +9,6 @@ HE="measurements/humaneval-fair-1.5b"
 AI="measurements/apps-intro-1.5b"
 bench() { echo "== $(date -u +%FT%TZ) $*"; codeforest bench --model local --cache --seed 5 --sample 20 "$@"; }
 
-# issue 15: the KB's topics from the search's own topic call, then RPM-MCTS with that KB and without it
-codeforest kb retopic --steps tools/kb_steps.jsonl --model local 2>&1 | tee -a measurements/kb/retopic.log
-bench --dataset apps_introductory150 --out "$AI" --graph rpm_mcts
-CODEFOREST_RPM_KB=false bench --dataset apps_introductory150 --out "$AI" --graph rpm_mcts
 # issue 17: every graph at its defaults after the corrections (HumanEval, the same 20 problems as humaneval-1.5b),
 # then the token-budget sweep (largest first, the smaller replayed from the cache)
 bench --dataset humaneval --out "$HE" --graph direct --graph resample --graph codetree --graph bester --graph rethink_mcts
@@ -25,6 +21,10 @@ r=[x for x in r if x['graph']=='$graph' and not x.get('settings')]
 print(round(sum(x['prompt_tokens']+x['completion_tokens'] for x in r)/len(r)))")
     CODEFOREST_RESAMPLE_N=1000 bench --dataset humaneval --out "$HE" --graph resample --token-budget "$budget"
 done
+# issue 15: the KB's topics from the search's own topic call, then RPM-MCTS with that KB and without it
+codeforest kb retopic --steps tools/kb_steps.jsonl --model local 2>&1 | tee -a measurements/kb/retopic.log
+bench --dataset apps_introductory150 --out "$AI" --graph rpm_mcts
+CODEFOREST_RPM_KB=false bench --dataset apps_introductory150 --out "$AI" --graph rpm_mcts
 # issue 16: CodePRM's GVR against RethinkMCTS and direct on apps_interview150, and PRM data from a split no bench uses
 bench --dataset apps_interview150 --out measurements/apps-interview-1.5b --graph direct --graph resample --graph gvr \
     --graph rethink_mcts
