@@ -5,6 +5,8 @@ general LLMs as verifiers); ``LLMVerifier`` makes it a ``PRMScorer``, so a train
 (``tools.prm.HTTPScorer``) takes its place wherever a graph verifies. ``verify`` runs either and always
 returns one score per thought: an answer that cannot be read scores every thought 0.5 and is counted as a
 parse failure (the released code draws random scores there; a fixed neutral score keeps runs reproducible).
+``locate_flawed`` is the released code's default locator (``verify_pos_mode='llm'``): no scores, the model
+names the one thought that led to the wrong code.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import re
 
 from langchain_core.language_models import BaseChatModel
 
-from codeforest.agents.base import Reply, fault, messages, record_call, structured_call
+from codeforest.agents.base import Reply, call_model, fault, messages, record_call, structured_call
 from codeforest.prompts import Prompt
 from codeforest.tools.prm import PRMError, PRMScorer
 
@@ -48,6 +50,28 @@ def parse_scores(text: str, count: int) -> list[float] | None:
     if len(scores) < count or count == 0:
         return None
     return [min(1.0, max(0.0, s)) for s in scores[:count]]
+
+
+def parse_location(text: str, count: int) -> int | None:
+    """The 0-based thought a locator reply names: its ``"problematic id"``, else its first number (the
+    released reading); ``None`` when that is not one of the ``count`` thoughts."""
+    named = re.search(r'problematic id"?\s*:\s*(\d+)', text, flags=re.I) or re.search(r"(\d+)", text)
+    if named is None:
+        return None
+    position = int(named.group(1)) - 1
+    return position if 0 <= position < count else None
+
+
+def locate_flawed(model: BaseChatModel, prompt: Prompt, *, state: str, code: str, feedback: str,
+                  count: int) -> Reply[int]:
+    """The thought (0-based) the model names as the flawed one; an unreadable or out-of-range answer is the
+    last thought, as released, and is counted as a parse failure."""
+    raw, cost = call_model(model, messages(prompt.render("system"),
+                                           prompt.render("locate", state=state, code=code, feedback=feedback)))
+    position = parse_location(raw, count)
+    if position is None:
+        return Reply(count - 1, raw, cost, parsed=False)
+    return Reply(position, raw, cost)
 
 
 def score_thoughts(model: BaseChatModel, prompt: Prompt, problem: str, thoughts: list[str], code: str | None,

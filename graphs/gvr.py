@@ -11,12 +11,13 @@ code is written from the problem and the path's thoughts (temperature 0) and run
 Its value is the public pass rate (``pub_test``, the released default) or, when every public test
 passes, pass rate + the Verifier's aggregate step score (``pub_prm``); the first value of a code counts.
 Failing code is verified: the Verifier scores every thought on the path, the flagged ones (threshold
-θ or the lowest) are rewritten one after another by Refine, all seeing the same program and feedback,
-and the code is written again (at most ``gvr_max_refines`` times per rollout, 1 as released). The node
-is then expanded (after failing code, with its failing tests) and the value backpropagated (Q = max).
-A passing program does not stop the search; the final program is the highest-valued, ties to the
-earliest. A problem without public tests has nothing to fail: its programs are valued by the
-Verifier's aggregate score (the SPEC is silent; the method's own evaluator decides).
+θ or the lowest; or one named by a score-free locator, ``gvr_verify``) are rewritten one after another
+by Refine, all seeing the same program and feedback, and the code is written again (at most
+``gvr_max_refines`` times per rollout, 1 as released). The node is then expanded (after failing code,
+with its failing tests) and the value backpropagated (Q = max). A passing program does not stop the
+search; the final program is the highest-valued, ties to the earliest. A problem without public tests
+has nothing to fail: its programs are valued by the Verifier's aggregate score (the SPEC is silent; the
+method's own evaluator decides).
 """
 
 from __future__ import annotations
@@ -53,8 +54,11 @@ class GvrContext(VerifierContext):
         "Discount per level in backpropagation: 1.0 (the paper states none), 0.9 (the released code)."))
     gvr_max_refines: int = Field(default=1, ge=0, description=(
         "Verify-Refine rounds per rollout for failing code (the released code: 1)."))
-    gvr_verify: Literal["threshold", "locate_min"] = Field(default="threshold", description=(
-        "Which thoughts are refined: every one scored below θ (else the lowest; Table 1) or only the lowest."))
+    gvr_verify: Literal["threshold", "locate_min", "llm_locate", "random", "last"] = Field(
+        default="threshold", description=(
+            "Which thoughts are refined: every one the Verifier scores below θ (else the lowest; Table 1), or only "
+            "the lowest (Table 2); without scores (the released code's other locators): the one the model names "
+            "(its argparse default 'llm'), a random one, or the last."))
     gvr_reward: Literal["pub_test", "pub_prm"] = Field(default="pub_test", description=(
         "Node value: the public pass rate (the released default), or pass rate + the Verifier's aggregate step "
         "score when every public test passes."))
@@ -199,17 +203,19 @@ def simulate(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel
 
 
 def verify_node(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel | None = None) -> dict:
-    """The Verifier scores every thought on the path of the failing code; flag the ones to refine."""
+    """Flag the thoughts on the failing code's path to refine: from the Verifier's scores of every thought, or
+    by a score-free locator (``gvr_verify``)."""
     context = kit.settings(runtime, CONTEXT)
     nodes, leaf = state["nodes"], state["path"][-1]
     ids = search.thought_ids(nodes, state["path"])
-    node = nodes[leaf]
-    scored = verify(kit.verifier(context, kit.chat_model(context, model)), state["problem"]["prompt"],
-                    [nodes[i]["text"] for i in ids], node["code"], node["feedback"])
-    flagged = [ids[i] for i in kit.flag_thoughts(scored.value, context.gvr_verify, context.verifier_threshold,
-                                                  context.verifier_threshold_rule)]
-    kit.emit("verified", node=leaf, scores=[round(s, 3) for s in scored.value], flagged=flagged)
-    return {"nodes": {leaf: {"prm_scores": scored.value}}, "flagged": flagged, "cost": scored.cost}
+    node, thoughts = nodes[leaf], [nodes[i]["text"] for i in ids]
+    positions, scores, cost = kit.flawed_thoughts(
+        context.gvr_verify, context, kit.chat_model(context, model), state["problem"]["prompt"], thoughts,
+        node["code"], node["feedback"], shown=thoughts_state(state["problem"]["prompt"], thoughts),
+        key=f"{state['problem']['id']}:{leaf}:{state.get('refines', 0)}")
+    flagged = [ids[i] for i in positions]
+    kit.emit("verified", node=leaf, scores=scores and [round(s, 3) for s in scores], flagged=flagged)
+    return {"nodes": {leaf: {"prm_scores": scores}} if scores else {}, "flagged": flagged, "cost": cost}
 
 
 def refine(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel | None = None) -> dict:

@@ -45,8 +45,10 @@ class GvrBonContext(VerifierContext):
     gvr_bon_reward: Literal["prm", "pub_prm", "pub_test"] = Field(default="prm", description=(
         "A chain's value: the Verifier's aggregate step score (the paper's Best-of-N), pass rate + that score "
         "when every public test passes, or the public pass rate."))
-    gvr_bon_verify: Literal["threshold", "locate_min"] = Field(default="threshold", description=(
-        "Which thoughts of failing code are refined: every one below θ (else the lowest), or only the lowest."))
+    gvr_bon_verify: Literal["threshold", "locate_min", "llm_locate", "random", "last"] = Field(
+        default="threshold", description=(
+            "Which thoughts of failing code are refined: every one below θ (else the lowest), or only the lowest; "
+            "or without scores, as gvr_verify: the one the model names, a random one, or the last."))
     gvr_bon_max_refines: int = Field(default=1, ge=0, description="Verify-Refine rounds (the released code: 1).")
     gvr_bon_prm_agg: Literal["max", "min", "mean", "last"] = Field(default="max", description=(
         "How step scores become one reward (the released code: max)."))
@@ -168,20 +170,20 @@ def evaluate(state: GvrBonState, runtime: Runtime[GvrBonContext], model: BaseCha
 def verify_chains(state: GvrBonState, runtime: Runtime[GvrBonContext], model: BaseChatModel | None = None) -> dict:
     """Flag the thoughts to refine in every failing chain (scores of this code are reused when there are)."""
     context = kit.settings(runtime, CONTEXT)
-    nodes, scorer = state["nodes"], kit.verifier(context, kit.chat_model(context, model))
+    nodes, llm, problem = state["nodes"], kit.chat_model(context, model), state["problem"]["prompt"]
     flagged, updates, costs = {}, {}, []
     for last in (c for c in state["chains"] if kit.fails_public(nodes[c].get("execution"))):
         ids = chain_ids(nodes, last)
-        scores = nodes[last].get("prm_scores")
-        if not scores:
-            thoughts = [nodes[j]["text"] for j in ids]
-            scored = verify(scorer, state["problem"]["prompt"], thoughts, nodes[last]["code"], nodes[last]["feedback"])
-            costs.append(scored.cost)
-            scores = updates.setdefault(last, {})["prm_scores"] = scored.value
-        flagged[last] = [ids[i] for i in kit.flag_thoughts(scores, context.gvr_bon_verify,
-                                                            context.verifier_threshold,
-                                                            context.verifier_threshold_rule)]
-        kit.emit("verified", node=last, scores=[round(s, 3) for s in scores], flagged=flagged[last])
+        thoughts, known = [nodes[j]["text"] for j in ids], nodes[last].get("prm_scores")
+        positions, scores, cost = kit.flawed_thoughts(
+            context.gvr_bon_verify, context, llm, problem, thoughts, nodes[last]["code"], nodes[last]["feedback"],
+            shown=problem + numbered(thoughts), key=f"{state['problem']['id']}:{last}:{state['rounds']}",
+            scores=known or None)
+        costs.append(cost)
+        if scores and not known:
+            updates.setdefault(last, {})["prm_scores"] = scores
+        flagged[last] = [ids[i] for i in positions]
+        kit.emit("verified", node=last, scores=scores and [round(s, 3) for s in scores], flagged=flagged[last])
     return {"nodes": updates, "flagged": flagged, "cost": total_cost(costs)}
 
 

@@ -19,6 +19,7 @@ import asyncio
 import copy
 import inspect
 import logging
+import random
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import copy_context
@@ -36,7 +37,7 @@ from langgraph.types import Command, Overwrite
 
 from codeforest.agents import critic
 from codeforest.agents.base import BudgetSpent, ModelFault, Reply, counting_calls
-from codeforest.agents.verifier import LLMVerifier
+from codeforest.agents.verifier import LLMVerifier, locate_flawed, verify
 from codeforest.context import Context, VerifierContext
 from codeforest.graphs.state import Execution, NodeRecord, SearchInput, SearchOutput, SearchState, tokens_spent
 from codeforest.problems import Problem, public_suite, validate_problem
@@ -117,6 +118,32 @@ def flag_thoughts(scores: list[float], mode: str, threshold: float, rule: str = 
     if mode == "locate_min":
         return lowest
     return below(scores, threshold, rule) or lowest
+
+
+def flawed_thoughts(mode: str, context: VerifierContext, llm: BaseChatModel, problem: str, thoughts: list[str],
+                    code: str, feedback: str, *, shown: str, key: str,
+                    scores: list[float] | None = None) -> tuple[list[int], list[float] | None, dict]:
+    """The thoughts (0-based) to refine under ``mode``, the step scores behind them (None without) and the cost.
+
+    'threshold' and 'locate_min' flag from the Verifier's scores (``scores`` when already computed for this
+    code); the released code's score-free locators: 'llm_locate' (the model names one thought, from ``shown``:
+    problem and numbered thoughts), 'last', and 'random' (drawn from ``key``, so a rerun draws the same).
+    """
+    if not thoughts:
+        return [], scores, {}
+    if mode == "last":
+        return [len(thoughts) - 1], None, {}
+    if mode == "random":
+        return [random.Random(key).randrange(len(thoughts))], None, {}
+    if mode == "llm_locate":
+        reply = locate_flawed(llm, prompt(context, "verifier"), state=shown, code=code, feedback=feedback,
+                              count=len(thoughts))
+        return [reply.value], None, reply.cost
+    cost: dict = {}
+    if scores is None:
+        scored = verify(verifier(context, llm), problem, thoughts, code, feedback)
+        scores, cost = scored.value, scored.cost
+    return flag_thoughts(scores, mode, context.verifier_threshold, context.verifier_threshold_rule), scores, cost
 
 
 def below(scores: list[float], threshold: float, rule: str = "lt") -> list[int]:

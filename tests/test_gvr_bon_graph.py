@@ -26,6 +26,9 @@ class Chains:
             code = text.split("def inc(x):\n    return ")[-1].split("\n")[0]
             self.calls.append(("verify", code))
             return self.scores[code].pop(0)
+        if "find which thought is flawed" in text:
+            self.calls.append(("locate",))
+            return '{"problematic id": 1, "explanation": "the first step is wrong"}'
         if "Revise and enhance the" in text:
             self.calls.append(("refine", text.split("Revise and enhance the ")[1].split(" ")[0]))
             return "Thought: add one."
@@ -69,6 +72,16 @@ def test_each_refinement_sees_the_thoughts_rewritten_before_it():
     first, second = chains.refine_prompts
     assert "\n1-Thought: A1 first.\n2-Thought: A2 add two." in first
     assert "\n1-Thought: add one.\n2-Thought: A2 add two." in second and "Revise and enhance the 2-Thought" in second
+
+
+def test_llm_locate_flags_the_named_thought_and_keeps_the_reward_scores():
+    chains = Chains({"x + 2": ['{"1-Thought": 0.9, "2-Thought": 0.3}', '{"1-Thought": 0.5, "2-Thought": 0.4}'],
+                     "x + 1": ['{"1-Thought": 0.6, "2-Thought": 0.7}']})
+    out = run(RespondingChatModel(respond=chains, pass_kwargs=True), gvr_bon_verify="llm_locate")
+    # the scores value the chains; the locator, not the lowest score (the 2nd), picks the thought to refine
+    assert chains.calls[8:] == [("locate",), ("refine", "1-Thought"), ("code",), ("verify", "x + 2")]
+    assert out["nodes"]["n1"]["replaced_thought"] == "A1 first." and out["nodes"]["n3"]["value"] == 0.5
+    assert out["final_node"] == "n4"
 
 
 def test_before_refinement_the_higher_verifier_reward_would_have_won():

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import pytest
 
+from codeforest.agents.verifier import parse_location
 from codeforest.graphs.gvr import GvrContext, best_program, build_graph, value_of
 from codeforest.graphs.kit import aggregate, flag_thoughts
 from tests.fakes import RespondingChatModel, RoleScript, thought_list
 
 PROBLEM = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",
            "entry_point": "inc", "public_tests": ["assert inc(1) == 2", "assert inc(5) == 6"]}
-ROLES = [("Revise and enhance the", "refine"), ("judge the correctness of each thought", "verify"),
+ROLES = [("find which thought is flawed", "locate"), ("Revise and enhance the", "refine"),
+         ("judge the correctness of each thought", "verify"),
          ("doesn't pass some test cases", "expand_fb"), ("Reasonableness", "expand"),
          ("Complete the Python program", "solver")]
 
@@ -32,8 +34,9 @@ def run(script, **settings):
 
 
 def two_rollouts(second_scores='1-Thought: 0.5, 2-Thought: 0.1', refines=("Thought: Return x plus one.",
-                                                                         "Return two.")):
+                                                                         "Return two."), locate=()):
     return Script(
+        locate=list(locate),
         expand=[thoughts(("Return x + 2.", 0.6), ("Return x + 1.", 0.4)),
                 thoughts(("Keep it.", 0.5), ("Check types.", 0.5))],
         expand_fb=[thoughts(("Handle every x.", 0.5), ("Add one to any x.", 0.5))],
@@ -98,6 +101,50 @@ def test_threshold_rules_and_locate_min_choose_the_refined_thoughts(settings, re
         assert out["nodes"]["n1"]["text"] == "Add one." and out["nodes"]["n3"]["text"] == "Return x plus one, always."
 
 
+def test_llm_locate_refines_the_thought_the_model_names_without_scores():
+    script = two_rollouts(refines=("Return x plus one.", "Add one."),
+                          locate=['{"problematic id": 1,  "explanation": "x + 2 adds two."}', "I cannot tell."])
+    out = run(script, gvr_rollouts=2, gvr_verify="llm_locate")
+    assert "verify" not in script.roles and script.roles.count("locate") == 2
+    assert script.prompts["locate"][0] == (
+        "You are an expert programmer.\n"
+        "Below is the combination of problem, thoughts, code and execution feedback.\n"
+        "Each thought is bounded with an id number at the beginning of the thought.\n"
+        "* Please analysis and find which thought is flawed that lead to the wrong code.\n"
+        "* Remember that you only need to find the wrong thought, not the code.\n"
+        "* Please notice that you should analysis the thoughts, not the execution analysis which also have ids.\n"
+        "Example Answers:\n"
+        '{"problematic id": 2,  "explanation": "[Your explanation of why the second thought is wrong]"}\n'
+        '{"problematic id": 1,  "explanation": "[Your explanation of why the first thought is wrong]"}\n'
+        '{"problematic id": 3,  "explanation": "[Your explanation of why the third thought is wrong]"}\n\n'
+        "Here are the thoughts and code:\n"
+        f"{PROBLEM['prompt']}\nThoughts:\n\n1-Thought: Return x + 2.\ndef inc(x):\n    return x + 2\n"
+        "## Failed test 1: \nassert inc(1) == 2\n\n# Current Execution Output:\n3\n\n"
+        "## Failed test 2: \nassert inc(5) == 6\n\n# Current Execution Output:\n7\n\n"
+        "Begin your response:")
+    nodes = out["nodes"]
+    assert nodes["n1"]["replaced_thought"] == "Return x + 2." and "prm_scores" not in nodes["n1"]
+    # the second answer names no thought: the last one on the path (n3, the 2nd) is refined, and it is counted
+    assert "Revise and enhance the 2-Thought" in script.prompts["refine"][1] and nodes["n3"]["text"] == "Add one."
+    assert out["cost"]["parse_failures"] == 1
+
+
+@pytest.mark.parametrize("mode", ["last", "random"])
+def test_score_free_locators_call_no_model(mode):
+    script = two_rollouts(refines=("Return x plus one.", "Add one."))
+    out = run(script, gvr_rollouts=2, gvr_verify=mode)
+    assert "verify" not in script.roles and "locate" not in script.roles
+    asked = [p.split("Revise and enhance the ")[1].split(" ")[0] for p in script.prompts["refine"]]
+    assert asked[0] == "1-Thought" and asked[1] in ("1-Thought", "2-Thought")  # a one-thought path, then two
+    if mode == "last":
+        assert asked[1] == "2-Thought"
+    else:  # drawn from the problem, node and round: a rerun refines the same thought
+        again = two_rollouts(refines=("Return x plus one.", "Add one."))
+        run(again, gvr_rollouts=2, gvr_verify=mode)
+        assert again.prompts["refine"] == script.prompts["refine"]
+    assert out["cost"].get("parse_failures", 0) == 0
+
+
 def test_pub_prm_adds_the_verifier_aggregate_to_passing_code():
     script = Script(expand=[thoughts(("Return x + 1.", 1.0)), thoughts(("Done.", 1.0))], solver=[code("x + 1")],
                     verify=['{"1-Thought": 0.7}'])
@@ -152,6 +199,10 @@ def test_problem_without_public_tests_is_valued_by_the_verifier():
 
 
 def test_pure_rules():
+    assert parse_location('{"problematic id": 3, "explanation": "step 1 is fine"}', 3) == 2
+    assert parse_location("The 2-Thought is wrong.", 3) == 1
+    assert parse_location("Thought 4 is wrong.", 3) is None and parse_location("none", 3) is None
+    assert parse_location('{"problematic id": 0}', 3) is None
     assert flag_thoughts([0.6, 0.4, 0.5], "threshold", 0.5) == [1]
     assert flag_thoughts([0.6, 0.4, 0.5], "threshold", 0.5, "le") == [1, 2]
     assert flag_thoughts([0.9, 0.8], "threshold", 0.5) == [1]  # none below: the lowest
