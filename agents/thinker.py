@@ -24,6 +24,7 @@ DYNAMIC = {"strategy": "multiple", "reflection": "one or multiple (if there is)"
 _NUMBERED = re.compile(r"^\s*(?:<(\d+)>|\(?(\d+)[.):])\s*(.+?)\s*$")
 MIN_ITEM_CHARS = 5  # the released code drops shorter lines
 SKIP_THOUGHT = "skip one thought step"  # CodePRM's released stand-in for a thought that cannot be read
+ECHO_MIN_CHARS = 20  # shorter text may occur in a prompt's wording by chance
 
 
 def parse_numbered(text: str, limit: int) -> list[str]:
@@ -114,13 +115,28 @@ def parse_thoughts(text: str, width: int) -> list[tuple[str, float]]:
     return items[:width]
 
 
+def own_words(prompt: Prompt, key: str, formats: str | None = None) -> str:
+    """Template ``key`` as written (placeholders unfilled) and its answer formats: the text an echo copies."""
+    parts = [prompt.render(key)]
+    if formats:
+        parts += [prompt.render(f"{formats}.{kind}") for kind in ("text", "structured")
+                  if prompt.has(f"{formats}.{kind}")]
+    return "\n".join(parts)
+
+
+def echoed(thought: str, words: str) -> bool:
+    """A thought copied from the prompt's own example answer (a small model's habit) is not a thought."""
+    return len(thought) >= ECHO_MIN_CHARS and thought in words
+
+
 def thoughts(model: BaseChatModel, prompt: Prompt, problem: Problem, *, previous: str, width: int = 3,
              code: str | None = None, feedback: str | None = None, structured: bool = False,
              feedback_key: str = "expand_with_feedback") -> Reply[list[tuple[str, float]]]:
     """``width`` next (thought, prior) pairs, from the problem and the thoughts so far (and feedback, if any,
     through the ``feedback_key`` template).
 
-    Unreadable replies take the released code's fallback: ``width`` empty thoughts with prior 1.0.
+    Unreadable replies take the released code's fallback: ``width`` empty thoughts with prior 1.0; so does a
+    reply whose every thought copies the prompt's example answer (copied ones are dropped).
     """
     key = "expand" if feedback is None else feedback_key
     user, structured = render_formatted(prompt, key, "answer_format", structured, problem=problem["prompt"],
@@ -136,6 +152,8 @@ def thoughts(model: BaseChatModel, prompt: Prompt, problem: Problem, *, previous
                  for t in parsed["thoughts"] if isinstance(t, dict) and str(t.get("thought", "")).strip()][:width]
     if not items:
         items = parse_thoughts(raw, width)
+    words = own_words(prompt, key, "answer_format")
+    items = [(t, p) for t, p in items if not echoed(t, words)]
     if not items:
         return Reply([("\n", 1.0)] * width, raw, cost, parsed=False)
     return Reply(items, raw, cost)
@@ -265,7 +283,7 @@ def one_thought(model: BaseChatModel, prompt: Prompt, problem: Problem, *, previ
         value = (str(loaded["Thought"]).strip(), float(loaded["Reasonableness"])) if isinstance(loaded, dict) else None
     except (json.JSONDecodeError, KeyError, TypeError, ValueError):
         value = None
-    if value is not None and not value[0]:
+    if value is not None and (not value[0] or echoed(value[0], own_words(prompt, key))):
         value = None
     return Reply(value, raw, cost, parsed=value is not None)
 

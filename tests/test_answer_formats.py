@@ -15,6 +15,7 @@ from langchain_openai import ChatOpenAI
 from codeforest.agents import critic, thinker
 from codeforest.prompts import load_prompt
 from tests.fake_openai import FakeOpenAI
+from tests.fakes import RespondingChatModel
 
 PROBLEM = {"id": "T/inc", "prompt": "def inc(x):\n    return x plus one\n", "kind": "function", "entry_point": "inc"}
 
@@ -108,3 +109,44 @@ def test_a_prompt_file_that_writes_its_format_inline_is_answered_without_a_schem
     body = send(lambda m, s: thinker.thoughts(m, load_prompt("thinker_mcts", tmp_path), PROBLEM, previous="",
                                               width=3, structured=s), reply, structured=True)
     assert "response_format" not in body and "list of dicts" in prompt_text(body)
+
+
+PAPER_EXAMPLE = "We could use the print function to finish the task in one line: print(2 + 3)"
+
+
+def test_thought_prompts_show_placeholders_not_the_papers_example_thoughts():
+    for name in ("thinker_mcts", "thinker_gvr"):
+        prompt = load_prompt(name)
+        words = thinker.own_words(prompt, "expand", "answer_format")
+        assert "<thought 1 about this problem>" in words and PAPER_EXAMPLE not in words
+
+
+@pytest.mark.parametrize("structured", [True, False])
+def test_thoughts_copied_from_the_prompts_example_are_dropped(structured):
+    reply = ('{"thoughts": [{"thought": "<thought 1 about this problem>", "reasonableness": 0.7}, '
+             '{"thought": "Add one to x and return it.", "reasonableness": 0.3}]}')
+    model = RespondingChatModel(respond=lambda messages: reply)
+    out = thinker.thoughts(model, load_prompt("thinker_mcts"), PROBLEM, previous="", width=3, structured=structured)
+    assert out.value == [("Add one to x and return it.", 0.3)] and out.parsed
+
+
+def test_a_reply_that_only_copies_the_example_takes_the_fallback(tmp_path):
+    # a user's prompt file with the paper's own example: its copy is dropped too
+    paper = load_prompt("thinker_mcts").templates["answer_format"]["text"].replace(
+        "<thought 1 about this problem>", PAPER_EXAMPLE)
+    (tmp_path / "thinker_mcts.yaml").write_text(json.dumps({
+        "inputs": ["problem", "thoughts", "width", "answer_format"],
+        "templates": {"expand": "{problem}{thoughts}\n{answer_format}", "answer_format": {"text": paper}}}),
+        encoding="utf-8")
+    copied = json.dumps([{"Thought-1": PAPER_EXAMPLE, "Reasonableness": 0.7}])
+    model = RespondingChatModel(respond=lambda messages: copied)
+    out = thinker.thoughts(model, load_prompt("thinker_mcts", tmp_path), PROBLEM, previous="", width=2)
+    assert out.value == [("\n", 1.0)] * 2 and not out.parsed  # the released fallback, counted
+
+
+def test_a_single_sampled_thought_copied_from_the_example_is_unread():
+    model = RespondingChatModel(respond=lambda messages: '{"Thought": "<a thought about this problem>", '
+                                                         '"Reasonableness": 0.7}')
+    out = thinker.one_thought(model, load_prompt("thinker_gvr"), PROBLEM, previous="")
+    assert out.value is None and not out.parsed
+    assert not thinker.echoed("Add one.", "Add one. <a thought about this problem>")  # too short to be a copy
