@@ -5,6 +5,8 @@
 # turn.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+[ -x .venv/bin/codeforest ] && PATH="$PWD/.venv/bin:$PATH"
+command -v codeforest > /dev/null || { echo "codeforest is not installed: run the README's set-up first" >&2; exit 1; }
 HE="measurements/humaneval-fair-1.5b"
 AI="measurements/apps-intro-1.5b"
 bench() { echo "== $(date -u +%FT%TZ) $*"; codeforest bench --model local --cache --seed 5 --sample 20 "$@"; }
