@@ -213,7 +213,7 @@ def test_bad_input_names_the_field_before_any_model_call(graph, problem, message
 
 def test_async_fan_out_is_not_capped_by_the_default_executor():
     """BESTER with 8 reflections at once: under ainvoke all 8 model calls run together (not min(32, cpus+4))."""
-    universal = Universal(wrong=True, delay=0.3)
+    universal = Universal(wrong=True, delay=1.0)
     context = context_for("bester", bester_depth=1, bester_width=8, bester_concurrency=8)
     compiled = build_graph("bester", model=RespondingChatModel(respond=universal))
     ticks = []
@@ -233,7 +233,8 @@ def test_async_fan_out_is_not_capped_by_the_default_executor():
     out, wall = asyncio.run(main())
     assert universal.peak == 8 and out["cost"]["llm_calls"] == 17
     gaps = [b - a for a, b in zip(ticks, ticks[1:], strict=False)]
-    assert max(gaps) < 0.2, "the event loop stayed free while nodes waited on the model"
+    # a node blocking the loop on its model call would stop the heartbeat for the call's whole second
+    assert max(gaps) < 0.5, "the event loop stayed free while nodes waited on the model"
     # sync invoke: LangGraph's executor, as wide as max_concurrency allows
     universal.peak = 0
     compiled.invoke({"problem": INC}, {"max_concurrency": 8}, context=context)

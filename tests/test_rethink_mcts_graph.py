@@ -86,7 +86,9 @@ def test_three_rollouts_rethink_dual_evaluation_and_final_choice():
                          "expert programmer.\n"), ("self_eval", "You are a evaluator that evaluates the code")):
         assert script.prompts[role][0].startswith(system), role
     assert script.prompts["blocks"][0].startswith(f"You are an expert programming assistant.\n{PROBLEM['prompt']}")
-    assert "To fix this issue, we should change the operator from '-' to '+'" in script.prompts["blocks"][0]
+    # placeholder explanations in its example answers, not the paper's (measurements/echo-check)
+    assert '"explanation": "<why BLOCK-2 is wrong>"' in script.prompts["blocks"][0]
+    assert "does not add the two integers" not in script.prompts["blocks"][0]
     feedback_prompt = script.prompts["expand_fb"][0]
     assert "(Execution Feedback)" in feedback_prompt and "(Block-level Analysis)" in feedback_prompt
     assert "[BLOCK-0]" in feedback_prompt and "returns 0" not in feedback_prompt and "still 0" in feedback_prompt

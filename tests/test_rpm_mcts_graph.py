@@ -105,7 +105,7 @@ def test_a_failed_rollout_is_located_grafted_and_reflected_then_a_passing_one_en
     assert nodes["root"]["topic"] == "Mathematics and Number Theory"  # the KB filter, kept in the tree
     # the block analysis as RPM-MCTS was measured with it (RethinkMCTS's own has since gained a system message)
     assert script.prompts["blocks"][0].startswith(PROBLEM["prompt"]) and "To fix this issue" not in \
-        script.prompts["blocks"][0]
+        script.prompts["blocks"][0] and "does not add the two integers together" in script.prompts["blocks"][0]
     # expansion 1: the repeated proposal is filtered out; K from the KB, V0 = the critic's score (paper)
     first = [n for n in nodes.values() if n.get("parent") == "root"]
     assert [n["text"] for n in first] == ["Add one to the argument.", "Square the argument."]
