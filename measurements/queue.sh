@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The measurement queue of issues 17, 15, 16 and 21, in the order it runs (the issue that needs the least model
 # time left first: 17 before the rest of 15 since session 10). Every step is a resumable `codeforest bench` (a rerun
-# skips finished problems), so on a new machine rerun this script and it continues. Model runs go one after another: two at once on 2 cores are slower than in
-# turn.
+# skips finished problems), so on a new machine rerun this script and it continues. Model runs go one after
+# another: two at once on 2 cores are slower than in turn.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/codeforest ] && PATH="$PWD/.venv/bin:$PATH"
