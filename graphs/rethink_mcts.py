@@ -264,13 +264,13 @@ def rethink_leaf(state: RolloutState, runtime: Runtime[RethinkContext], model: B
     costs, target = [], leaf
     if context.rethink_locate == "verifier":
         ids = search.thought_ids(nodes, state["path"])
-        scored = verify(kit.verifier(context, llm), state["problem"]["prompt"], [nodes[i]["text"] for i in ids],
-                        node["code"], feedback)
-        costs.append(scored.cost)
-        position = kit.flag_thoughts(scored.value, "locate_min", context.verifier_threshold)
-        target = ids[position[0]] if position else leaf
-        kit.emit("verified", node=leaf, scores=[round(s, 3) for s in scored.value], flagged=[target])
-        shown = thoughts_state(state["problem"]["prompt"], [nodes[i]["text"] for i in ids])
+        thoughts = [nodes[i]["text"] for i in ids]
+        shown = thoughts_state(state["problem"]["prompt"], thoughts)
+        positions, scores, cost = kit.flawed_thoughts("locate_min", context, llm, state["problem"]["prompt"],
+                                                      thoughts, node["code"], feedback, shown=shown, key=leaf)
+        costs.append(cost)
+        target = ids[positions[0]] if positions else leaf
+        kit.emit("verified", node=leaf, scores=[round(s, 3) for s in scores or []], flagged=[target])
         reply = rethink.refine(llm, kit.prompt(context, "rethink_gvr"), state=shown, code=node["code"],
                                feedback=feedback, refine_id=ids.index(target) + 1 if target in ids else len(ids))
     else:
