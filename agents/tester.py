@@ -37,7 +37,7 @@ def parse_calls(text: str, entry_point: str, with_expected: bool) -> list[dict]:
             call = valid_call(ast.unparse(test.left), entry_point)
             try:
                 expected = repr(ast.literal_eval(test.comparators[0]))
-            except ValueError:
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # e.g. {[1]: 2}
                 continue
         else:
             call, expected = valid_call(line, entry_point), None

@@ -7,7 +7,8 @@ Each sample is one Solver call at ``resample_temperature`` with its own seed, de
 ``resample_seed`` and its index, so a rerun (and the response cache) reproduces it; it is run on the
 public tests at once. The final program is the first that passes every public test, else the one that
 passes the most (ties to the earliest). This is the baseline every search method is compared with at
-equal tokens. A problem without public tests keeps the first sample (nothing can tell samples apart).
+equal tokens. A problem without public tests keeps the first sample (nothing can tell samples apart), unless
+another selector is to choose among ``min_candidates`` samples.
 """
 
 from __future__ import annotations
@@ -86,7 +87,8 @@ def sample(state: ResampleState, runtime: Runtime[ResampleContext], model: BaseC
     stop = None
     if kit.passes_public(result) and kit.enough_passing({**state["nodes"], node["id"]: node}, context):
         stop = "passed_public_tests"
-    elif index + 1 >= context.resample_n or not state["problem"].get("public_tests"):
+    elif index + 1 >= context.resample_n or (not state["problem"].get("public_tests") and (
+            context.selector == "public" or index + 1 >= context.min_candidates)):
         stop = "budget_exhausted"
     elif kit.steps_left(state) < 2:  # another sample, finalize
         stop = kit.STEP_LIMIT

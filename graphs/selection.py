@@ -11,8 +11,9 @@ public-passing candidates (all of them when none passes):
 Ties between groups go to the method's value, then the earliest program, and are recorded.
 
 ``add_selection`` puts the ``select_final`` node after a graph's own finalize: with a selector other than
-``public`` it asks the Tester once, runs every distinct program on the probe inputs in the sandbox and
-replaces the final program by the selector's choice, still reported by its public-test result.
+``public`` it asks the Tester once, runs the distinct programs it may choose among on the probe inputs in the
+sandbox and replaces the final program by the selector's choice, still reported by its public-test result. A
+Tester or judge call that fails (or finds the token budget spent) is recorded; the selection goes on without it.
 """
 
 from __future__ import annotations
@@ -26,11 +27,11 @@ from langgraph.runtime import Runtime
 
 from codeforest.agents import judge as judges
 from codeforest.agents import tester
+from codeforest.agents.base import ModelFault
 from codeforest.context import Context
 from codeforest.graphs import kit
 from codeforest.graphs.state import NodeRecord, SearchState, total_cost
-from codeforest.tools.probes import TIMEOUT, behaviour, mutated_inputs, rejected
-from codeforest.tools.testing import outputs_match
+from codeforest.tools.probes import TIMEOUT, mutated_inputs, probe, rejected
 
 
 @dataclass(frozen=True)
@@ -92,8 +93,10 @@ def select(rule: str, candidates: list[Candidate]) -> tuple[Candidate, dict]:
         def score(g):
             return len(g)
     else:
+        kept = set(inputs)  # alike on these, so the group's members pass the same asserts among them
+
         def score(g):
-            return len(g) * len(g[0].asserts)
+            return len(g) * len(g[0].asserts & kept)
     chosen, tie = choose_group(groups, score)
     width = min((len(c.outputs) for c in among), default=0)
     why = {"selector": rule, "inputs": len(inputs), "dropped_inputs": width - len(inputs),
@@ -183,55 +186,96 @@ def own_value(node: NodeRecord) -> float:
     return execution.get("passed", 0) / execution["total"] if execution.get("total") else 0.0
 
 
-def passes_expected(problem: dict, output: str, expected: str) -> bool:
-    """A Tester assert passed: the same value (function) or the same printed output (stdio)."""
-    return outputs_match(output, expected) if problem["kind"] == "stdio" else output == expected
+class ModelHelp:
+    """The selector's model calls (the Tester, the judge): none once the search has failed or a call has; a
+    failed call's message is kept and what was spent before it counted, so the selection goes on without it."""
+
+    def __init__(self, context: Context, model: BaseChatModel | None, state: SearchState):
+        self.context, self.model = context, model
+        self.error = "the search ended on a model fault" if kit.failed(state) else None
+        self.costs: list[dict] = []
+        self.spent: dict | None = None  # the ledger's total when a call failed (it holds every earlier call)
+
+    def ask(self, call: Callable):
+        """``call(llm)``'s reply value, or None when no call may be made or this one failed."""
+        if self.error:
+            return None
+        try:
+            reply = call(kit.chat_model(self.context, self.model))
+        except ModelFault as fault:
+            self.error, self.spent = str(fault), fault.spent
+            kit.emit("selection_model_error", error=str(fault))
+            return None
+        self.costs.append(reply.cost)
+        return reply.value
+
+    def cost(self) -> dict:
+        """What the selector's calls cost."""
+        return self.spent if self.spent is not None else total_cost(self.costs)
+
+
+def candidates_of(problem: dict, programs: list[NodeRecord], inputs: list[str], expected: list[str | None],
+                  context: Context) -> list[Candidate]:
+    """The programs as candidates, with their behaviour on the inputs (run in the sandbox)."""
+    candidates = []
+    for node in programs:
+        outputs, asserts = probe(problem, node["code"], inputs, expected=expected, timeout=context.test_timeout,
+                                 backend=context.sandbox)
+        candidates.append(Candidate(node["id"], node["order"], own_value(node), kit.passes_public(node["execution"]),
+                                    outputs, asserts))
+    return candidates
 
 
 def select_final(state: SearchState, runtime: Runtime[Context], model: BaseChatModel | None = None) -> dict:
-    """Replace the final program by the selector's choice among the tree's distinct programs (``public``: no-op)."""
+    """Replace the final program by the selector's choice among the tree's distinct programs (``public``: no-op).
+
+    Only the programs the selector may choose among run on the probe inputs (the public-passing ones, or all
+    when none passes); when that is one program the choice is forced and nothing is asked or run."""
     context = kit.settings(runtime, Context)
     programs = distinct_programs(state.get("nodes") or {})
-    if context.selector == "public" or kit.failed(state) or not programs:
+    if context.selector == "public" or not programs:
         return {}
     problem = state["problem"]
-    update: dict = {"cost": {}}
+    among = [n for n in programs if kit.passes_public(n["execution"])] or programs
+    help_ = ModelHelp(context, model, state)
     written: list[dict] = []
-    if context.tester_inputs and len(programs) > 1:
-        reply = tester.write_inputs(kit.chat_model(context, model), kit.prompt(context, "tester"), problem,
-                                    k=context.tester_inputs, codet=context.selector == "codet")
-        written, update["cost"] = reply.value, reply.cost
-    inputs = [w["input"] for w in written]
-    inputs += [m for m in mutated_inputs(problem, context.selector_seed, context.mutated_inputs) if m not in inputs]
-    candidates = []
-    for node in programs:
-        outputs = behaviour(problem, node["code"], inputs, backend=context.sandbox) if len(programs) > 1 else ()
-        asserts = frozenset(i for i, w in enumerate(written) if w["expected"] is not None and outputs
-                            and passes_expected(problem, outputs[i], w["expected"]))
-        candidates.append(Candidate(node["id"], node["order"], own_value(node), kit.passes_public(node["execution"]),
-                                    outputs, asserts))
-    if context.selector == "differential":
-        costs: list[dict] = []
-
-        def judge(index: int, first: str, second: str) -> str | None:
-            reply = judges.compare_outputs(kit.chat_model(context, model), kit.prompt(context, "judge"), problem,
-                                           given=inputs[index], first=first, second=second)
-            costs.append(reply.cost)
-            return reply.value
-
-        chosen, why = differential(candidates, judge, context.selector_groups)
-        update["cost"] = total_cost([update["cost"], *costs])
+    inputs: list[str] = []
+    if len(among) == 1:
+        chosen = Candidate(among[0]["id"], among[0]["order"], own_value(among[0]),
+                           kit.passes_public(among[0]["execution"]))
+        why = {"selector": context.selector, "forced": True, "inputs": 0, "dropped_inputs": 0,
+               "groups": [{"nodes": [chosen.node], "size": 1, "score": 1}], "tie_broken": False,
+               "among": "public-passing" if chosen.public else "all"}
     else:
-        chosen, why = select(context.selector, candidates)
+        if context.tester_inputs:
+            written = help_.ask(lambda llm: tester.write_inputs(
+                llm, kit.prompt(context, "tester"), problem, k=context.tester_inputs,
+                codet=context.selector == "codet")) or []
+        inputs = [w["input"] for w in written]
+        inputs += [m for m in mutated_inputs(problem, context.selector_seed, context.mutated_inputs)
+                   if m not in inputs]
+        expected = [w["expected"] for w in written] + [None] * (len(inputs) - len(written))
+        candidates = candidates_of(problem, among, inputs, expected, context)
+        if context.selector == "differential":
+            def judge(index: int, first: str, second: str) -> str | None:
+                return help_.ask(lambda llm: judges.compare_outputs(llm, kit.prompt(context, "judge"), problem,
+                                                                    given=inputs[index], first=first, second=second))
+
+            chosen, why = differential(candidates, judge, context.selector_groups)
+        else:
+            chosen, why = select(context.selector, candidates)
     chosen_node, own_code = state["nodes"][chosen.node], state.get("final_code") or ""
     changed = chosen_node["code"] != own_code  # by text: a method may return its program from another node
+    runs = len(among) if inputs else 0
     # the method's own choice stays in the result, so a harness can tell whether the selector fixed or broke it
     why.update(changed=changed, own_node=state.get("final_node"), own_code=own_code, tester_inputs=len(written),
-               mutated_inputs=len(inputs) - len(written), programs=len(programs))
+               mutated_inputs=len(inputs) - len(written), programs=len(programs), probe_runs=runs,
+               probe_inputs=inputs)
+    if help_.error:
+        why["model_error"] = help_.error
     kit.emit("selected_final", node=chosen.node, selector=context.selector, changed=changed)
-    runs = len(programs) if len(programs) > 1 and inputs else 0
-    update["cost"] = {**update["cost"], "sandbox_runs": update["cost"].get("sandbox_runs", 0) + runs}
-    update["selection"] = why
+    cost = help_.cost()
+    update: dict = {"cost": {**cost, "sandbox_runs": cost.get("sandbox_runs", 0) + runs}, "selection": why}
     if changed:
         update.update(final_node=chosen.node, final_code=chosen_node["code"],
                       public_pass_rate=kit.public_pass_rate(chosen_node["execution"]))
@@ -239,7 +283,8 @@ def select_final(state: SearchState, runtime: Runtime[Context], model: BaseChatM
 
 
 def add_selection(builder: StateGraph, model: BaseChatModel | None = None, after: str = "finalize") -> None:
-    """End a graph with ``select_final`` after its own ``after`` node (a failed Tester call ends it as it was)."""
+    """End a graph with ``select_final`` after its own ``after`` node (a failed Tester or judge call is recorded
+    in the selection, which goes on without it)."""
     kit.add_nodes(builder, {"select_final": select_final}, model, on_model_fault=END)
     builder.add_edge(after, "select_final")
     builder.add_edge("select_final", END)

@@ -12,6 +12,7 @@ from codeforest.tools.probes import (
     mutate_stdin,
     mutate_value,
     mutated_inputs,
+    probe,
     public_calls,
     valid_call,
 )
@@ -57,7 +58,23 @@ def test_behaviour_in_the_sandbox_gives_outputs_errors_and_time_outs():
     assert behaviour(FUNCTION, code, ["f(3, [1])", "f(None, [])", "f(-1, [])"], timeout=0.5) == \
         ("4", "<raised TypeError>", "<timeout>")
     program = "input()\nprint(sum(map(int, input().split())))\n"
-    assert behaviour(STDIO, program, ["3\n1 5 2\n", "3\n"]) == ("8\n", "<raised EOFError>")
+    assert behaviour(STDIO, program, ["3\n1 5 2\n", "3\n"]) == ("8", "<raised EOFError>")
+
+
+def test_printed_outputs_that_outputs_match_calls_equal_are_one_behaviour():
+    spaced, plain = "print(5, end=' ')\n", "print(5)\n"
+    assert behaviour(STDIO, spaced, ["\n"]) == behaviour(STDIO, plain, ["\n"]) == ("5",)
+
+
+def test_an_assertion_the_program_raises_is_raised_not_an_empty_answer():
+    code = "def f(n, xs):\n    assert n > 0\n    return n\n"
+    assert behaviour(FUNCTION, code, ["f(1, [])", "f(-1, [])"]) == ("1", "<raised AssertionError>")
+
+
+def test_codet_asserts_are_run_as_asserts_so_equal_values_of_other_types_pass():
+    code = "def f(n, xs):\n    return n / 2\n"  # f(2, []) == 1.0, and CodeT's assert says 1
+    outputs, passed = probe(FUNCTION, code, ["f(2, [])", "f(4, [])", "f(6, [])"], expected=["1", "3", None])
+    assert outputs == ("1.0", "2.0", "3.0") and passed == frozenset({0})
 
 
 def cand(node, outputs, *, public=True, value=0.0, asserts=()):
@@ -106,10 +123,19 @@ def test_a_single_candidate_and_no_probe_inputs():
 
 
 def test_codet_weighs_groups_by_the_generated_asserts_they_pass():
-    candidates = [cand("n1", "a", asserts={0}), cand("n2", "a", asserts={0}), cand("n3", "b", asserts={0, 1, 2})]
+    candidates = [cand("n1", "aaa", asserts={0}), cand("n2", "aaa", asserts={0}),
+                  cand("n3", "bcb", asserts={0, 1, 2})]
     chosen, why = select("codet", candidates)
     assert chosen.node == "n3" and [g["score"] for g in why["groups"]] == [2, 3]
     assert select("agreement", candidates)[0].node == "n1"
+
+
+def test_codet_counts_only_asserts_on_the_inputs_kept_for_grouping():
+    raising = "<raised ValueError>"  # input 1 is dropped: most candidates raise on it
+    candidates = [cand("n1", ("1", raising), asserts={0}), cand("n2", ("2", raising), asserts={0}),
+                  cand("n3", ("3", "9"), asserts={1})]
+    chosen, why = select("codet", candidates)
+    assert why["dropped_inputs"] == 1 and [g["score"] for g in why["groups"]] == [1, 1, 0] and chosen.node == "n1"
 
 
 def _judged(outputs: dict[str, tuple[str, ...]], values: dict[str, float] | None = None) -> list[Candidate]:
@@ -158,3 +184,10 @@ def test_the_judge_reads_the_last_answer_line():
 
     assert parse_choice("A looks odd.\nAnswer: B") == "second" and parse_choice("**Answer:** A") == "first"
     assert parse_choice("Output A is right") is None and parse_choice("Answer: A\n...\nAnswer: B") == "second"
+
+
+def test_an_expected_value_that_is_no_literal_drops_only_its_line():
+    from codeforest.agents.tester import parse_calls
+
+    text = "assert f(1, []) == {[1]: 2}\nassert f(2, []) == 3\n"
+    assert parse_calls(text, "f", True) == [{"input": "f(2, [])", "expected": "3"}]

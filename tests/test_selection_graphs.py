@@ -74,6 +74,31 @@ def test_an_unreadable_tester_reply_is_counted_and_mutations_still_decide():
     assert out["final_node"] == "n2"
 
 
+def test_a_forced_choice_asks_and_runs_nothing():
+    model, prompts = script(["x + 1", SQUARE])  # one program passes: nothing to choose between
+    out = run(model, selector="agreement")
+    why = out["selection"]
+    assert len(prompts) == 2 and why["forced"] and not why["changed"] and out["final_node"] == "n2"
+    assert why["probe_runs"] == 0 and out["cost"]["sandbox_runs"] == 2 and out["cost"]["llm_calls"] == 2
+
+
+def test_a_spent_budget_skips_the_tester_and_the_mutations_still_decide():
+    model, prompts = script([SQUARE, DOUBLE, SUM], tester="f(5)")
+    out = run(model, selector="agreement", min_candidates=3, token_budget=45)  # 3 calls of 15 tokens
+    why = out["selection"]
+    assert len(prompts) == 3 and why["tester_inputs"] == 0 and "token budget" in why["model_error"]
+    assert out["final_node"] == "n2" and why["changed"] and out["cost"]["llm_calls"] == 3
+
+
+def test_without_public_tests_resample_draws_min_candidates_for_another_selector():
+    bare = {**PROBLEM, "public_tests": []}
+    for settings, drawn in (({}, 1), ({"selector": "agreement", "min_candidates": 3, "tester_inputs": 0}, 3)):
+        model, prompts = script([SQUARE, DOUBLE, SUM])
+        out = resample.build_graph(model=model).invoke({"problem": bare},
+                                                       context=resample.ResampleContext(resample_n=5, **settings))
+        assert len(prompts) == drawn and out["final_node"] == "n1"
+
+
 @pytest.mark.parametrize("selector", ["agreement", "codet"])
 def test_private_tests_never_reach_the_tester_or_the_state(selector, fixtures, tmp_path):
     tasks = load_dataset(str(fixtures / "functions.jsonl"))

@@ -134,15 +134,25 @@ def mutated_inputs(problem: Problem, seed: int, limit: int) -> list[str]:
 
 # --- behaviour on the inputs (runs in the sandbox) -----------------------------------------------------
 
-def probe_suite(problem: Problem, inputs: list[str]) -> TestSuite:
-    """The inputs as a suite whose outcomes carry each output (the expected side is a placeholder)."""
+def probe_suite(problem: Problem, inputs: list[str], expected: list[str | None] | None = None) -> TestSuite:
+    """The inputs as a suite whose outcomes carry each output; an input's expected output (a CodeT assert's
+    value, or stdout) makes its outcome that assert's verdict (a placeholder otherwise)."""
+    expected = expected or [None] * len(inputs)
     if problem["kind"] == "stdio":
-        return TestSuite.stdio([{"input": text, "output": ""} for text in inputs])
-    return TestSuite.function([f"assert {call} == None" for call in inputs], problem["entry_point"])
+        return TestSuite.stdio([{"input": text, "output": want or ""} for text, want in zip(inputs, expected,
+                                                                                            strict=True)])
+    return TestSuite.function([f"assert {call} == {'None' if want is None else want}"
+                               for call, want in zip(inputs, expected, strict=True)], problem["entry_point"])
 
 
-def output_vector(result: ExecutionResult, count: int) -> tuple[str, ...]:
-    """One entry per input: the output, ``<raised Type>`` or ``<timeout>`` (a program that did not run raises)."""
+def printed(text: str) -> str:
+    """Printed output as ``outputs_match`` sees it: no trailing spaces on a line, no blank lines around it."""
+    return "\n".join(line.rstrip() for line in text.strip().splitlines())
+
+
+def output_vector(result: ExecutionResult, count: int, *, stdio: bool = False) -> tuple[str, ...]:
+    """One entry per input: the output, ``<raised Type>`` or ``<timeout>`` (a program that did not run raises).
+    An ``AssertionError`` the program raised itself (it has a traceback) is raised, not an answer."""
     outputs = []
     for i in range(count):
         outcome = result.outcomes[i] if i < len(result.outcomes) else None
@@ -150,19 +160,32 @@ def output_vector(result: ExecutionResult, count: int) -> tuple[str, ...]:
             outputs.append(RAISED.format((result.error or "Error").split(":")[0]))
         elif outcome.timed_out:
             outputs.append(TIMEOUT)
-        elif outcome.passed or outcome.reason == "wrong answer":  # it returned (or printed) something
-            outputs.append(outcome.actual or "")
+        elif outcome.passed or (outcome.reason == "wrong answer" and not outcome.traceback):  # it returned
+            actual = outcome.actual or ""
+            outputs.append(printed(actual) if stdio else actual)
         else:
             outputs.append(RAISED.format((outcome.error or "Error").split(":")[0]))
     return tuple(outputs)
 
 
+def probe(problem: Problem, code: str, inputs: list[str], *, expected: list[str | None] | None = None,
+          timeout: float = 2.0, backend: str | None = None) -> tuple[tuple[str, ...], frozenset[int]]:
+    """A program's output vector on the inputs, run in the sandbox, and the inputs whose expected output it
+    gives (compared as the public tests are: ``==`` on values, ``outputs_match`` on stdout)."""
+    if not inputs:
+        return (), frozenset()
+    result = run(code, probe_suite(problem, inputs, expected), timeout=timeout, backend=backend)
+    outputs = output_vector(result, len(inputs), stdio=problem["kind"] == "stdio")
+    wanted = expected or [None] * len(inputs)
+    passed = frozenset(i for i, outcome in enumerate(result.outcomes[:len(inputs)])
+                       if wanted[i] is not None and outcome.passed)
+    return outputs, passed
+
+
 def behaviour(problem: Problem, code: str, inputs: list[str], *, timeout: float = 2.0,
               backend: str | None = None) -> tuple[str, ...]:
     """A program's output vector on the inputs, run in the sandbox."""
-    if not inputs:
-        return ()
-    return output_vector(run(code, probe_suite(problem, inputs), timeout=timeout, backend=backend), len(inputs))
+    return probe(problem, code, inputs, timeout=timeout, backend=backend)[0]
 
 
 def rejected(outputs: list[str]) -> bool:
