@@ -675,6 +675,10 @@ def cmd_collect_prm(args: argparse.Namespace) -> int:
 
             def on_problem(problem: dict, i: int, total: int) -> None:
                 bar.update(task, total=total, completed=i)
+                if problem.get("skipped"):
+                    err.print(f"{problem['dataset']} {problem['problem_id']}: skipped ({problem['skipped']})  "
+                              f"[{i}/{total}]")
+                    return
                 err.print(f"{problem['dataset']} {problem['problem_id']}: {problem['samples']} samples from "
                           f"{problem['codes']} programs, mean label {problem['mean_label']}, {problem['tokens']:,} "
                           f"tokens, {problem['wall_s']:.0f} s  [{i}/{total}]")

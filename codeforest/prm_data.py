@@ -106,31 +106,58 @@ def covered(out: str | Path) -> set[tuple[str, str]]:
     return done
 
 
+def same_settings(out: str | Path, label: str, model: str) -> None:
+    """Refuse to add to a data file collected with another label source or model (one file, one recipe)."""
+    path = Path(out)
+    if not path.exists():
+        return
+    problems = [r for r in read_records(path)[0] if r.get("type") == "problem"]
+    for key, wanted in (("label_source", label), ("model", model)):
+        found = {str(r.get(key)) for r in problems} - {wanted}
+        if found:
+            raise ValueError(f"{path} was collected with {key} {', '.join(sorted(found))}, this run uses "
+                             f"{wanted}: collect into a new file rather than mix the two")
+
+
 def collect(tasks: list[tuple[str, Task]], out: str | Path, context: object = None, *, label: str = "private",
             on_problem: Callable[[dict, int, int], None] | None = None, model=None) -> int:
-    """Search, label and append each (dataset, task) not yet in ``out``; returns how many were added."""
+    """Search, label and append each (dataset, task) not yet in ``out``; returns how many were added.
+
+    A problem without private tests (no labels) is skipped before its search; one whose search ended on a
+    model fault is not written, so a rerun collects it again. ``on_problem`` sees those as ``skipped``."""
     if label not in LABELS:
         raise ValueError(f"label must be one of {', '.join(LABELS)}, not {label!r}")
     context = context_for("gvr", context, gvr_max_refines=0)
+    same_settings(out, label, context.model)
     done = covered(out)
     todo = [(d, t) for d, t in tasks if (d, t.id) not in done]
+    added = 0
     for i, (dataset, task) in enumerate(todo, 1):
         started = time.monotonic()
-        result = solve(task.problem, "gvr", context=context, model=model)  # the public problem only
-        nodes = result["nodes"] or {}
-        scores = code_scores(nodes, task, context, label)
-        written = samples(task, nodes, step_labels(nodes, scores), dataset)
-        steps = [x for s in written for x in s["label"]]
-        problem = {"type": "problem", "format": FORMAT, "dataset": dataset, "problem_id": task.id,
-                   "samples": len(written), "codes": len(scores), "label_source": label, "model": context.model,
-                   "stop_reason": result["stop_reason"], "error": result.get("error"),
-                   "mean_label": round(statistics.fmean(steps), 4) if steps else None,
-                   "tokens": tokens_spent(result["cost"]),
-                   "wall_s": round(time.monotonic() - started, 1)}
-        append_records(out, [*written, problem])
+        problem = {"type": "problem", "format": FORMAT, "dataset": dataset, "problem_id": task.id}
+        if task.private_tests is None or len(task.private_tests) == 0:
+            log.warning("%s %s has no private tests to label from: skipped", dataset, task.id)
+            problem["skipped"] = "no private tests"
+        else:
+            result = solve(task.problem, "gvr", context=context, model=model)  # the public problem only
+            nodes = result["nodes"] or {}
+            scores = code_scores(nodes, task, context, label)
+            written = samples(task, nodes, step_labels(nodes, scores), dataset)
+            steps = [x for s in written for x in s["label"]]
+            problem.update(samples=len(written), codes=len(scores), label_source=label, model=context.model,
+                           stop_reason=result["stop_reason"], error=result.get("error"),
+                           mean_label=round(statistics.fmean(steps), 4) if steps else None,
+                           tokens=tokens_spent(result["cost"]), wall_s=round(time.monotonic() - started, 1))
+            if result["stop_reason"] == "model_error":
+                log.warning("%s %s: the search ended on a model fault (%s): not written, a rerun collects it",
+                            dataset, task.id, result.get("error"))
+                problem["skipped"] = f"model fault: {result.get('error')}"
+            else:
+                append_records(out, [*written, problem])
+                added += 1
         if on_problem:
             on_problem(problem, i, len(todo))
-    return len(todo)
+    return added
 
 
 def label_distribution(out: str | Path) -> dict:

@@ -153,7 +153,7 @@ def evaluate(state: GvrBonState, runtime: Runtime[GvrBonContext], model: BaseCha
             thoughts = [nodes[j]["text"] for j in chain_ids(nodes, last)]
             scored = verify(scorer, state["problem"]["prompt"], thoughts, node["code"], node["feedback"])
             costs.append(scored.cost)
-            record["prm_scores"] = scored.value
+            record.update(prm_scores=scored.value, prm_unread=not scored.parsed)
             prm_score = kit.aggregate(scored.value, context.gvr_bon_prm_agg)
         record["value"] = chain_value(pass_rate, has_tests, prm_score, context.gvr_bon_reward)
         kit.emit("value", node=last, value=round(record["value"], 4))
@@ -178,7 +178,7 @@ def verify_chains(state: GvrBonState, runtime: Runtime[GvrBonContext], model: Ba
         positions, scores, cost = kit.flawed_thoughts(
             context.gvr_bon_verify, context, llm, problem, thoughts, nodes[last]["code"], nodes[last]["feedback"],
             shown=problem + numbered(thoughts), key=f"{state['problem']['id']}:{last}:{state['rounds']}",
-            scores=known or None)
+            scores=known or None, unread=bool(known) and nodes[last].get("prm_unread", False))
         costs.append(cost)
         if scores and not known:
             updates.setdefault(last, {})["prm_scores"] = scores

@@ -121,13 +121,16 @@ def flag_thoughts(scores: list[float], mode: str, threshold: float, rule: str = 
 
 
 def flawed_thoughts(mode: str, context: VerifierContext, llm: BaseChatModel, problem: str, thoughts: list[str],
-                    code: str, feedback: str, *, shown: str, key: str,
-                    scores: list[float] | None = None) -> tuple[list[int], list[float] | None, dict]:
+                    code: str, feedback: str, *, shown: str, key: str, scores: list[float] | None = None,
+                    unread: bool = False) -> tuple[list[int], list[float] | None, dict]:
     """The thoughts (0-based) to refine under ``mode``, the step scores behind them (None without) and the cost.
 
     'threshold' and 'locate_min' flag from the Verifier's scores (``scores`` when already computed for this
-    code); the released code's score-free locators: 'llm_locate' (the model names one thought, from ``shown``:
-    problem and numbered thoughts), 'last', and 'random' (drawn from ``key``, so a rerun draws the same).
+    code, ``unread`` when that reply could not be read); the released code's score-free locators: 'llm_locate'
+    (the model names one thought, from ``shown``: problem and numbered thoughts), 'last', and 'random' (drawn
+    from ``key``, so a rerun draws the same). An unreadable Verifier reply is recorded as 0.5 per thought, and
+    the thoughts are flagged from scores drawn at random as the released code does (from ``key``): 0.5
+    everywhere would flag every thought under 'le', and always the first under 'lt'.
     """
     if not thoughts:
         return [], scores, {}
@@ -142,8 +145,10 @@ def flawed_thoughts(mode: str, context: VerifierContext, llm: BaseChatModel, pro
     cost: dict = {}
     if scores is None:
         scored = verify(verifier(context, llm), problem, thoughts, code, feedback)
-        scores, cost = scored.value, scored.cost
-    return flag_thoughts(scores, mode, context.verifier_threshold, context.verifier_threshold_rule), scores, cost
+        scores, cost, unread = scored.value, scored.cost, not scored.parsed
+    drawn = random.Random(key)
+    flag_by = [drawn.random() for _ in thoughts] if unread else scores
+    return flag_thoughts(flag_by, mode, context.verifier_threshold, context.verifier_threshold_rule), scores, cost
 
 
 def below(scores: list[float], threshold: float, rule: str = "lt") -> list[int]:

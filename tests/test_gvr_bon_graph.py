@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from codeforest.graphs.gvr_bon import GvrBonContext, build_graph, chain_value
@@ -56,6 +58,15 @@ def test_best_of_n_by_verifier_reward_with_refine_of_the_failing_chain():
     assert nodes["n3"]["value"] == 0.95 and nodes["n4"]["value"] == 0.7  # max of the step scores
     assert out["final_node"] == "n3" and out["final_code"].endswith("x + 1")
     assert out["cost"]["programs"] == 3 and out["stop_reason"] == "budget_exhausted"
+
+
+def test_an_unreadable_reward_reply_is_reused_and_flags_from_drawn_scores():
+    chains = Chains({"x + 2": ["No idea."], "x + 1": ['{"1-Thought": 0.6, "2-Thought": 0.7}'] * 2})
+    out = run(RespondingChatModel(respond=chains, pass_kwargs=True))
+    draws = [random.Random("T/inc:n3:0").random() for _ in range(2)]  # the released code's random scores
+    flagged = [i + 1 for i, s in enumerate(draws) if s < 0.5] or [draws.index(min(draws)) + 1]
+    assert [c[1] for c in chains.calls if c[0] == "refine"] == [f"{i}-Thought" for i in flagged] != ["1-Thought"]
+    assert chains.calls.count(("verify", "x + 2")) == 1 and out["cost"]["parse_failures"] == 1
 
 
 def test_each_refinement_sees_the_thoughts_rewritten_before_it():

@@ -99,6 +99,25 @@ def test_a_problem_cut_short_by_a_kill_is_dropped_and_redone(tmp_path):
     assert covered(out) == set() and out.read_text() == ""
 
 
+def test_a_model_fault_or_no_private_tests_writes_nothing_and_a_rerun_collects_it(tmp_path):
+    out, seen = tmp_path / "prm.jsonl", []
+    recorder = Recorder()
+
+    def down(messages):
+        raise ConnectionError("endpoint down")
+
+    settings = {"gvr_rollouts": 3, "gvr_width": 2, "structured_output": False}
+    bare = Task(TASK.problem, None, "test")
+    added = collect([("mini", TASK), ("bare", bare)], out, settings, model=RespondingChatModel(respond=down),
+                    on_problem=lambda problem, i, n: seen.append(problem))
+    assert added == 0 and not out.exists() and "endpoint down" in seen[0]["skipped"]
+    assert seen[1]["skipped"] == "no private tests"
+    assert collect([("mini", TASK)], out, settings, model=RespondingChatModel(respond=recorder)) == 1
+    assert covered(out) == {("mini", "T/inc")}
+    with pytest.raises(ValueError, match="label_source private, this run uses mean"):
+        collect([("mini", TASK)], out, settings, label="mean", model=RespondingChatModel(respond=recorder))
+
+
 def test_a_file_of_an_older_format_is_not_appended_to(tmp_path):
     out = tmp_path / "prm.jsonl"
     out.write_text(json.dumps({"type": "problem", "format": "codeforest-prm/1", "dataset": "mini",
