@@ -10,20 +10,21 @@ from codeforest.prompts import Prompt
 
 
 def write_code(model: BaseChatModel, prompt: Prompt, problem: Problem, hint: str | None = None,
-               thoughts: str | None = None) -> Reply[str]:
+               thoughts: str | None = None, shown: str | None = None) -> Reply[str]:
     """Ask the model for a full program from the problem and a hint (CodeTree) or thoughts (the MCTS graphs).
 
     The user template may differ by problem kind (``user.function``); the system message is optional.
+    ``shown`` replaces the problem's prompt in the message (e.g. with its public tests appended).
     Falls back to the reply text when it holds no code block.
     """
-    kind = problem["kind"]
+    kind, text = problem["kind"], shown or problem["prompt"]
     if thoughts is not None:
         name = f"user_with_thoughts.{kind}" if prompt.has(f"user_with_thoughts.{kind}") else "user_with_thoughts"
-        user = prompt.render(name, problem=problem["prompt"], thoughts=thoughts)
+        user = prompt.render(name, problem=text, thoughts=thoughts)
     elif hint:
-        user = prompt.render("user_with_hint", problem=problem["prompt"], hint=hint)
+        user = prompt.render("user_with_hint", problem=text, hint=hint)
     else:
-        user = prompt.render(f"user.{kind}" if prompt.has(f"user.{kind}") else "user", problem=problem["prompt"])
+        user = prompt.render(f"user.{kind}" if prompt.has(f"user.{kind}") else "user", problem=text)
     raw, cost = call_model(model, with_system(prompt, user, f"system.{kind}"), role="code")  # BESTER's has none
     return program_reply(problem, raw, cost)
 

@@ -78,7 +78,8 @@ class RpmContext(Context):
     rpm_filter: bool = Field(default=True, description="False: the ablation without the sibling similarity filter.")
     rpm_exec_reward: bool = Field(default=True, description=(
         "False: the ablation without the execution reward: Q is the LLM's score alone, the evaluator is not shown "
-        "the test results and success needs only the LLM score (the program is still run, for the report)."))
+        "the test results, success needs only the LLM score, and a failed roll-out is neither located nor revised "
+        "(the released code's policy; the program is still run, for the report)."))
     rpm_edit: bool = Field(default=True, description=(
         "After a failed roll-out whose first wrong step is the simulated one, ask whether to rewrite it (the "
         "released code's node editor; false: Alg. 1 as printed)."))
@@ -141,8 +142,8 @@ def steps_on(nodes: dict[str, NodeRecord], path: list[str]) -> list[str]:
 
 
 def initial_value(step_score: float, kb_reward: float, context: RpmContext) -> float:
-    """A new step's value: its critic score, with K folded in under the released selection."""
-    if context.rpm_selection == "released":
+    """A new step's value: its critic score, with K folded in under the released selection (with a KB)."""
+    if context.rpm_selection == "released" and context.rpm_kb:  # without a KB the released V0 is the critic's
         return (1 - context.rpm_alpha) * step_score + context.rpm_alpha * 10 * kb_reward
     return step_score
 
@@ -227,9 +228,13 @@ def setup(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel | 
                                  f"{held['id']}): build it from a split other than the one you evaluate")
         reply = thinker.classify_topic(kit.chat_model(context, model), kit.prompt(context, "thinker_rpm"),
                                        question(problem))
-        kit.emit("topic", topic=reply.value)
-        update.update(topic=reply.value, cost=reply.cost)
-        update["nodes"][ROOT]["topic"] = reply.value  # kept in the tree: the KB filter it implies
+        topic = reply.value if reply.parsed else None  # unreadable: the whole KB, as the released code searches
+        held_problems = knowledge.topics().get(topic, 0) if topic else sum(knowledge.topics().values())
+        kit.emit("topic", topic=topic, kb_problems=held_problems)
+        if not held_problems:
+            kit.emit("kb_topic_empty", topic=topic)  # K is 0 for every step of this search
+        update.update(topic=topic, cost=reply.cost)
+        update["nodes"][ROOT].update(topic=topic, kb_problems=held_problems)  # the KB filter it implies
     return update
 
 
@@ -294,6 +299,8 @@ def simulate(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel
     if tried["success"]:
         return {**update, **_solved(state, context, nodes, chosen, tried, update["nodes"]),
                 "cost": total_cost(tried["costs"])}
+    if not context.rpm_exec_reward:  # the released ablation: the LLM's score alone, nothing located or revised
+        return {**update, "cost": total_cost(tried["costs"])}
     costs, located = tried["costs"], None
     if tried["passed"]:  # every public test passes but the LLM doubts it: keep all of it, try once more
         keep, analysis = len(tried["rolled"]), tried["analysis"]
@@ -346,7 +353,8 @@ def revise(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel |
     costs += tried["costs"]
     # the program rolled out from the leaf is kept there, as a roll-out's is on its node, unless the leaf already
     # holds a program passing the public tests (one the re-roll-out must not replace)
-    keeps_own = bool(view[leaf].get("code")) and kit.passes_public(view[leaf].get("execution"))
+    keeps_own = bool(view[leaf].get("passing")) or (
+        bool(view[leaf].get("code")) and kit.passes_public(view[leaf].get("execution")))
     if not keeps_own:
         updates = merge_nodes(updates, {leaf: tried["record"]})
     if tried["success"]:
@@ -397,7 +405,8 @@ def finalize(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel
     problem = state["problem"]
     steps = steps_on(state["nodes"], search.path_to(state["nodes"], chosen))
     program = solver.write_code(_sampled(kit.chat_model(context, model), context, problem, chosen, "final"),
-                                kit.prompt(context, "solver_rpm"), problem, thoughts="\n".join(steps))
+                                kit.prompt(context, "solver_rpm"), problem, thoughts="\n".join(steps),
+                                shown=question(problem))
     _, tested = kit.run_program(problem, program.value, context, chosen)
     out = kit.finish(state, chosen, program.value, tested["execution"], reason)
     return {**out, "nodes": {chosen: tested}, "cost": {**program.cost, "programs": 1, "sandbox_runs": 1}}
@@ -413,7 +422,7 @@ def _attempt(problem: Problem, context: RpmContext, llm: BaseChatModel, nodes: d
                                 text, steps=steps, wrong=wrong)
     every = steps + [f"Step {len(steps) + i}: {s}" for i, s in enumerate(rolled.value, 1)]
     program = solver.write_code(_sampled(llm, context, problem, leaf, *purpose, "code"),
-                                kit.prompt(context, "solver_rpm"), problem, thoughts="\n".join(every))
+                                kit.prompt(context, "solver_rpm"), problem, thoughts="\n".join(every), shown=text)
     result, tested = kit.run_program(problem, program.value, context, leaf)
     pass_rate = result.pass_rate if result.total else 1.0  # no public tests: the evaluator decides
     shown = feedback_text(result) if context.rpm_exec_reward else "(not run)"

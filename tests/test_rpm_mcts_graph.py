@@ -103,9 +103,11 @@ def test_a_failed_rollout_is_located_grafted_and_reflected_then_a_passing_one_en
                             "blocks", "locate", "next", "next", "next", "critic", "critic", "critic", "roll", "code",
                             "evaluate"]
     assert nodes["root"]["topic"] == "Mathematics and Number Theory"  # the KB filter, kept in the tree
-    # the block analysis as RPM-MCTS was measured with it (RethinkMCTS's own has since gained a system message)
-    assert script.prompts["blocks"][0].startswith(PROBLEM["prompt"]) and "To fix this issue" not in \
-        script.prompts["blocks"][0] and "does not add the two integers together" in script.prompts["blocks"][0]
+    # the block analysis: the problem first, placeholder example explanations (not the paper's, which the model
+    # copies), and the code writer sees the public tests as every other role does (SPEC 2.6)
+    assert script.prompts["blocks"][0].startswith(PROBLEM["prompt"]) and "<why BLOCK-2 is wrong>" in \
+        script.prompts["blocks"][0] and "does not add the two integers together" not in script.prompts["blocks"][0]
+    assert all("public tests:\nassert inc(1) == 2" in p for p in script.prompts["code"])
     # expansion 1: the repeated proposal is filtered out; K from the KB, V0 = the critic's score (paper)
     first = [n for n in nodes.values() if n.get("parent") == "root"]
     assert [n["text"] for n in first] == ["Add one to the argument.", "Square the argument."]
@@ -169,7 +171,9 @@ def test_selection_values_and_backup_by_hand():
     # released: V + β·sqrt(2 ln N / n); unvisited: V + 8
     assert selection_score(child, 4, released) == pytest.approx(6 + 0.5 * (2 * 1.3863) ** 0.5, rel=1e-3)
     assert selection_score({**child, "visits": 0}, 4, released) == 14.0
-    assert initial_value(6, 0.4, paper) == 6 and initial_value(6, 0.4, released) == pytest.approx(0.5 * 6 + 2)
+    assert initial_value(6, 0.4, paper) == 6 and initial_value(6, 0.4, released) == 6  # no KB: the critic's
+    with_kb = RpmContext(rpm_selection="released")
+    assert initial_value(6, 0.4, with_kb) == pytest.approx(0.5 * 6 + 2)
     assert solution_value(0.5, 8, paper) == pytest.approx(0.5 * 5 + 0.5 * 8)
     assert kept_siblings([[1, 0.9, 0.2], [0.9, 1, 0.1], [0.2, 0.1, 1]], 0.85) == [0, 2]
     nodes = {"root": {"id": "root", "parent": None, "visits": 2, "value": 0.0, "order": 0},
@@ -184,11 +188,12 @@ def test_selection_values_and_backup_by_hand():
 
 
 @pytest.mark.parametrize("selection, n1_value, expanded_second", [("paper", 0.5 * 8 + 0.5 * 6.5, "n1"),
-                                                                  ("released", 0.5 * 4 + 0.5 * 6.5, "n2")])
+                                                                  ("released", 0.5 * 8 + 0.5 * 6.5, "n2")])
 def test_exact_values_and_the_second_expansion_under_both_selection_readings(selection, n1_value, expanded_second):
     """Roll-out 1 simulates n1 (critic 8 > 6): 1 of 2 tests, LLM 8, so Q = 0.5·10·0.5 + 0.5·8 = 6.5.
     Paper: V0 = critic; n1 = 0.5·8 + 0.5·6.5 = 7.25 beats n2's 6 (no exploration at N(root) = 1): n1 is expanded.
-    Released: V0 = 0.5·critic; n1 = 0.5·4 + 0.5·6.5 = 5.25, while unvisited n2 scores 3 + 8: n2 is expanded."""
+    Released (no KB, so V0 = critic as the released code keeps it): n1 = 7.25 too, while unvisited n2 scores
+    6 + 8: n2 is expanded."""
     script = Script(next=["Next step: Add one.", "Next step: Add two.", "Next step: Return x + 1.",
                           "Next step: Return 1 + x."],
                     critic=["<score>8</score>", "<score>6</score>", "<score>5</score>", "<score>5</score>"],
@@ -201,7 +206,7 @@ def test_exact_values_and_the_second_expansion_under_both_selection_readings(sel
     nodes = out["nodes"]
     assert nodes["n1"]["value"] == pytest.approx(n1_value) and nodes["n1"]["visits"] == 1
     assert nodes["root"]["value"] == pytest.approx(n1_value) and nodes["root"]["visits"] == 1  # n2: no visits yet
-    assert nodes["n2"]["value"] == (6.0 if selection == "paper" else 3.0) and nodes["n2"]["visits"] == 0
+    assert nodes["n2"]["value"] == 6.0 and nodes["n2"]["visits"] == 0
     assert {nodes[i]["parent"] for i in ("n3", "n4")} == {expanded_second}
     assert out["stop_reason"] == "solved" and out["cost"]["llm_calls"] == 8 + 7  # roll-out 1 with the locator
 
@@ -214,6 +219,25 @@ def test_without_the_execution_reward_the_llm_alone_decides():
         "Execute results")[1]
     assert out["stop_reason"] == "solved" and out["public_pass_rate"] == 0.5  # reported as it is
     assert out["nodes"]["n1"]["llm_score"] == 9.5
+
+
+def test_without_the_execution_reward_a_failed_rollout_is_neither_located_nor_revised():
+    script = Script(next=["Next step: Add one."], critic=["<score>7</score>"], roll=["Step 1: Add one."],
+                    code=[code("x"), code("x + 1")], evaluate=["Unsure.\n<evaluation>3</evaluation>"])
+    out = run(script, kb_path="", rpm_kb=False, rpm_exec_reward=False, rpm_width=1, rpm_rollouts=1,
+              rpm_edit=True, rpm_rerollout=True)
+    assert script.roles == ["next", "critic", "roll", "code", "evaluate", "code"]  # the released policy
+    assert out["stop_reason"] == "budget_exhausted" and out["nodes"]["n1"]["value"] == 0.5 * 7 + 0.5 * 3
+
+
+@pytest.mark.parametrize("reply, topic, held", [("I cannot tell.", None, 1), ("<topic>Other</topic>", "Other", 0)])
+def test_an_unreadable_topic_searches_the_whole_kb_and_an_empty_topic_shows(kb_path, reply, topic, held):
+    script = Script(topic=[reply], next=["Next step: Add one to the argument."], critic=["<score>7</score>"],
+                    roll=["Step 1: Add one to the argument."], code=[code("x + 1")],
+                    evaluate=["<evaluation>9</evaluation>"])
+    out = run(script, kb_path, rpm_width=1)
+    root, step = out["nodes"]["root"], out["nodes"]["n1"]
+    assert root["topic"] == topic and root["kb_problems"] == held and (step["kb_reward"] > 0) == bool(held)
 
 
 def test_a_failed_rollout_is_revised_node_edit_then_rerollout_with_the_reflection():
@@ -286,6 +310,21 @@ def test_a_failed_rerollout_does_not_replace_the_passing_program_of_its_node():
     assert n1["passing"] and "x + 1" in n1["code"] and n1["execution"]["passed"] == 2 and n1["llm_score"] == 7
     assert n1["reflection"] == "def inc(x):\n    return 0\nReturns zero." and set(out["nodes"]) == {"root", "n1"}
     assert out["final_node"] == "n1" and out["public_pass_rate"] == 1.0
+
+
+def test_a_failed_rerollout_does_not_overwrite_a_grafted_passing_node():
+    """The passing roll-out grafts its second step (n2, marked passing); the re-roll-out from n2 fails and
+    leaves n2's record as it was (the roll-out's program stays on n1, where it was tested)."""
+    script = Script(next=["Next step: Add one."], critic=["<score>6</score>"],
+                    roll=["Step 1: Add one.\nStep 2: Return it."],
+                    reroll=["Step 1: Add one.\nStep 2: Return it.\nStep 3: Return zero."],
+                    code=[code("x + 1"), code("0"), code("x + 1")],
+                    evaluate=["<evaluation>7</evaluation>", "Returns zero.\n<evaluation>1</evaluation>"])
+    out = run(script, kb_path="", rpm_kb=False, rpm_width=1, rpm_rollouts=1, rpm_rerollout=True)
+    n1, n2 = out["nodes"]["n1"], out["nodes"]["n2"]
+    assert n2["passing"] and "llm_score" not in n2 and "x + 1" in n2["final_code"]  # no re-roll-out record
+    assert "x + 1" in n1["code"] and n1["execution"]["passed"] == 2 and n1["llm_score"] == 7
+    assert out["final_node"] == "n2" and out["public_pass_rate"] == 1.0  # its path, implemented once more
 
 
 def test_an_expansion_that_proposes_nothing_costs_a_rollout_and_the_next_one_samples_anew():

@@ -162,6 +162,13 @@ class KnowledgeBase:
         self._write_manifest()
         return len(fresh)
 
+    def topics(self) -> dict[str, int]:
+        """How many stored problems each topic has."""
+        counts: dict[str, int] = {}
+        for entry in self.manifest.get("problems", {}).values():
+            counts[entry.get("topic")] = counts.get(entry.get("topic"), 0) + 1
+        return counts
+
     def holds(self, fingerprint: str) -> dict | None:
         """The KB's entry for a problem (by its prompt's fingerprint), or None."""
         return self.manifest.get("problems", {}).get(fingerprint)
