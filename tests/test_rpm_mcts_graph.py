@@ -279,16 +279,22 @@ def test_a_failed_rerollout_leaves_the_reflection_on_the_path_and_the_search_goe
     assert reflection in script.prompts["next"][1]  # expansion 2 sees it
 
 
+def doubted_then_rolled_again(third_step: str, body: str, verdict: str):
+    """A two-step roll-out passing the tests that the LLM doubts (7 < 9), then the released re-roll-out, which
+    adds ``third_step`` and implements it as ``body``, judged ``verdict``; one roll-out in all."""
+    script = Script(next=["Next step: Add one."], critic=["<score>6</score>"],
+                    roll=["Step 1: Add one.\nStep 2: Return it."],
+                    reroll=[f"Step 1: Add one.\nStep 2: Return it.\n{third_step}"],
+                    code=[code("x + 1"), code(body), code("x + 1")],
+                    evaluate=["Unsure about negatives.\n<evaluation>7</evaluation>", verdict])
+    return script, run(script, kb_path="", rpm_kb=False, rpm_width=1, rpm_rollouts=1, rpm_rerollout=True)
+
+
 def test_a_rollout_passing_the_tests_with_a_doubtful_llm_is_kept_whole_and_rolled_out_again():
     """Tests pass but the LLM says 7 < 9: no error location; the whole roll-out is grafted and marked passing, the
     released re-roll-out sees the evaluator's doubt; it passes too (8 < 9), so its step is grafted and marked
     passing as well; at the budget's end the passing node of the higher value is the final pick."""
-    script = Script(next=["Next step: Add one."], critic=["<score>6</score>"],
-                    roll=["Step 1: Add one.\nStep 2: Return it."],
-                    reroll=["Step 1: Add one.\nStep 2: Return it.\nStep 3: Check negative numbers."],
-                    code=[code("x + 1"), code("x + 1"), code("x + 1")],
-                    evaluate=["Unsure about negatives.\n<evaluation>7</evaluation>", "<evaluation>8</evaluation>"])
-    out = run(script, kb_path="", rpm_kb=False, rpm_width=1, rpm_rollouts=1, rpm_rerollout=True)
+    script, out = doubted_then_rolled_again("Step 3: Check negative numbers.", "x + 1", "<evaluation>8</evaluation>")
     assert script.roles == ["next", "critic", "roll", "code", "evaluate", "reroll", "code", "evaluate", "code"]
     assert "Unsure about negatives." in script.prompts["reroll"][0] and "x + 1" in script.prompts["reroll"][0]
     nodes = out["nodes"]
@@ -315,12 +321,7 @@ def test_a_failed_rerollout_does_not_replace_the_passing_program_of_its_node():
 def test_a_failed_rerollout_does_not_overwrite_a_grafted_passing_node():
     """The passing roll-out grafts its second step (n2, marked passing); the re-roll-out from n2 fails and
     leaves n2's record as it was (the roll-out's program stays on n1, where it was tested)."""
-    script = Script(next=["Next step: Add one."], critic=["<score>6</score>"],
-                    roll=["Step 1: Add one.\nStep 2: Return it."],
-                    reroll=["Step 1: Add one.\nStep 2: Return it.\nStep 3: Return zero."],
-                    code=[code("x + 1"), code("0"), code("x + 1")],
-                    evaluate=["<evaluation>7</evaluation>", "Returns zero.\n<evaluation>1</evaluation>"])
-    out = run(script, kb_path="", rpm_kb=False, rpm_width=1, rpm_rollouts=1, rpm_rerollout=True)
+    _, out = doubted_then_rolled_again("Step 3: Return zero.", "0", "Returns zero.\n<evaluation>1</evaluation>")
     n1, n2 = out["nodes"]["n1"], out["nodes"]["n2"]
     assert n2["passing"] and "llm_score" not in n2 and "x + 1" in n2["final_code"]  # no re-roll-out record
     assert "x + 1" in n1["code"] and n1["execution"]["passed"] == 2 and n1["llm_score"] == 7
