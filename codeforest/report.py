@@ -111,13 +111,14 @@ SUMMARY_COLUMNS = ("graph", "model", "budget", "problems", "pass@1 (95% CI)", "m
 
 
 SELECTION_COLUMNS = ("graph", "problems", "public-passing but wrong", "selector changed the final", "fixed",
-                     "broke", "judge abstentions")
+                     "broke", "judge abstentions", "selector model faults")
 
 
 def selection_rows(records: list[dict]) -> list[dict]:
     """Per run: finals that pass every public test but fail the private ones, and, where a selector ran, how
     often it replaced the method's own program and whether that fixed or broke it (private verdicts, scored by
-    the harness); the judge's abstentions under ``differential``."""
+    the harness); the judge's abstentions under ``differential``; selections that went on without a failed
+    Tester or judge call."""
     groups: dict[str, list[dict]] = {}
     for record in latest_records(records):
         if not record.get("error"):
@@ -138,6 +139,7 @@ def selection_rows(records: list[dict]) -> list[dict]:
                             if r["selection"].get("own_private_passed") and not r.get("private_passed")),
             "comparisons": len(comparisons),
             "abstained": sum(1 for c in comparisons if c.get("verdict") == "abstained"),
+            "faults": sorted(r["problem_id"] for r in chosen if r["selection"].get("model_error")),
         })
     return sorted(rows, key=lambda r: r["graph"])
 
@@ -150,7 +152,8 @@ def selection_cells(row: dict) -> list[str]:
     judged = f"{row['abstained']} of {row['comparisons']}" if row["comparisons"] else "-"
     changed = f"{row['changed']} of {row['selected']}" if row["selected"] else "-"
     return [row["graph"], str(row["problems"]), ids(row["public_but_wrong"]), changed,
-            ids(row["fixed"]) if row["selected"] else "-", ids(row["broke"]) if row["selected"] else "-", judged]
+            ids(row["fixed"]) if row["selected"] else "-", ids(row["broke"]) if row["selected"] else "-", judged,
+            ids(row["faults"]) if row["selected"] else "-"]
 
 
 def summary_cells(row: dict) -> list[str]:

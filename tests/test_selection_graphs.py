@@ -221,7 +221,18 @@ def test_the_harness_scores_the_methods_own_choice_and_reports_what_the_selector
     assert "own_code" not in chosen["selection"] and chosen["selection"]["own_node"] == "n1"
     table = markdown(list(records.values()))
     labels = "resample min_candidates=3 resample_n=5"
-    assert f"| {labels} tester_inputs=0 | 1 | 1 (T/double) | - | - | - | - |" in table
-    assert f"| {labels} selector=agreement tester_inputs=0 | 1 | 0 | 1 of 1 | 1 (T/double) | 0 | - |" in table
+    assert f"| {labels} tester_inputs=0 | 1 | 1 (T/double) | - | - | - | - | - |" in table
+    assert f"| {labels} selector=agreement tester_inputs=0 | 1 | 0 | 1 of 1 | 1 (T/double) | 0 | - | 0 |" in table
     page = html_report(out).read_text()
     assert "Selector <b>agreement</b>" in page and "changed the method's own choice n1" in page
+
+
+def test_the_report_counts_selections_that_went_on_without_a_failed_model_call():
+    from codeforest.report import selection_cells, selection_rows
+
+    base = {"graph": "resample", "model": "m", "settings": {"selector": "agreement"}, "public_pass_rate": 1.0,
+            "private_passed": True}
+    records = [{**base, "problem_id": "A", "selection": {"changed": False, "model_error": "token budget spent"}},
+               {**base, "problem_id": "B", "selection": {"changed": False}}]
+    (row,) = selection_rows(records)
+    assert row["faults"] == ["A"] and selection_cells(row)[-1] == "1 (A)"
