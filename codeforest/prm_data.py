@@ -81,18 +81,25 @@ def samples(task: Task, nodes: dict, labels: dict[str, float], dataset: str) -> 
     return out
 
 
-def covered(out: str | Path) -> set[tuple[str, str]]:
+def covered(out: str | Path, *, label: str | None = None, model: str | None = None) -> set[tuple[str, str]]:
     """The (dataset, problem id) pairs a data file holds in full; samples after the last problem line (a run
-    killed while writing) are dropped from the file."""
+    killed while writing) are dropped from the file. A file of another format, or collected with another label
+    source or model than the ones given, is refused (one file, one recipe)."""
     path = Path(out)
     if not path.exists():
         return set()
     records, unreadable = read_records(path)
-    older = {r.get("format") for r in records if r.get("type") == "problem"} - {FORMAT}
+    problems = [r for r in records if r.get("type") == "problem"]
+    older = {r.get("format") for r in problems} - {FORMAT}
     if older:
         raise ValueError(f"{path} holds samples in format {', '.join(sorted(map(str, older)))}, this version writes "
                          f"{FORMAT}: collect into a new file rather than mix the two")
-    done = {(r["dataset"], r["problem_id"]) for r in records if r.get("type") == "problem"}
+    for key, wanted in (("label_source", label), ("model", model)):
+        found = {str(r.get(key)) for r in problems} - {wanted}
+        if wanted is not None and found:
+            raise ValueError(f"{path} was collected with {key} {', '.join(sorted(found))}, this run uses "
+                             f"{wanted}: collect into a new file rather than mix the two")
+    done = {(r["dataset"], r["problem_id"]) for r in problems}
     kept = [r for r in records if r.get("type") == "problem" or (r.get("dataset"), r.get("problem_id")) in done]
     if unreadable or len(kept) != len(records):
         log.warning("%s: dropping %d lines of an unfinished problem", path, len(records) - len(kept) + unreadable)
@@ -106,19 +113,6 @@ def covered(out: str | Path) -> set[tuple[str, str]]:
     return done
 
 
-def same_settings(out: str | Path, label: str, model: str) -> None:
-    """Refuse to add to a data file collected with another label source or model (one file, one recipe)."""
-    path = Path(out)
-    if not path.exists():
-        return
-    problems = [r for r in read_records(path)[0] if r.get("type") == "problem"]
-    for key, wanted in (("label_source", label), ("model", model)):
-        found = {str(r.get(key)) for r in problems} - {wanted}
-        if found:
-            raise ValueError(f"{path} was collected with {key} {', '.join(sorted(found))}, this run uses "
-                             f"{wanted}: collect into a new file rather than mix the two")
-
-
 def collect(tasks: list[tuple[str, Task]], out: str | Path, context: object = None, *, label: str = "private",
             on_problem: Callable[[dict, int, int], None] | None = None, model=None) -> int:
     """Search, label and append each (dataset, task) not yet in ``out``; returns how many were added.
@@ -128,8 +122,7 @@ def collect(tasks: list[tuple[str, Task]], out: str | Path, context: object = No
     if label not in LABELS:
         raise ValueError(f"label must be one of {', '.join(LABELS)}, not {label!r}")
     context = context_for("gvr", context, gvr_max_refines=0)
-    same_settings(out, label, context.model)
-    done = covered(out)
+    done = covered(out, label=label, model=context.model)
     todo = [(d, t) for d, t in tasks if (d, t.id) not in done]
     added = 0
     for i, (dataset, task) in enumerate(todo, 1):

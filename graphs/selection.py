@@ -238,15 +238,10 @@ def select_final(state: SearchState, runtime: Runtime[Context], model: BaseChatM
     problem = state["problem"]
     among = [n for n in programs if kit.passes_public(n["execution"])] or programs
     help_ = ModelHelp(context, model, state)
+    forced = len(among) == 1  # nothing to choose between: no Tester call, no probe input, no run
     written: list[dict] = []
     inputs: list[str] = []
-    if len(among) == 1:
-        chosen = Candidate(among[0]["id"], among[0]["order"], own_value(among[0]),
-                           kit.passes_public(among[0]["execution"]))
-        why = {"selector": context.selector, "forced": True, "inputs": 0, "dropped_inputs": 0,
-               "groups": [{"nodes": [chosen.node], "size": 1, "score": 1}], "tie_broken": False,
-               "among": "public-passing" if chosen.public else "all"}
-    else:
+    if not forced:
         if context.tester_inputs:
             written = help_.ask(lambda llm: tester.write_inputs(
                 llm, kit.prompt(context, "tester"), problem, k=context.tester_inputs,
@@ -254,21 +249,22 @@ def select_final(state: SearchState, runtime: Runtime[Context], model: BaseChatM
         inputs = [w["input"] for w in written]
         inputs += [m for m in mutated_inputs(problem, context.selector_seed, context.mutated_inputs)
                    if m not in inputs]
-        expected = [w["expected"] for w in written] + [None] * (len(inputs) - len(written))
-        candidates = candidates_of(problem, among, inputs, expected, context)
-        if context.selector == "differential":
-            def judge(index: int, first: str, second: str) -> str | None:
-                return help_.ask(lambda llm: judges.compare_outputs(llm, kit.prompt(context, "judge"), problem,
-                                                                    given=inputs[index], first=first, second=second))
+    expected = [w["expected"] for w in written] + [None] * (len(inputs) - len(written))
+    candidates = candidates_of(problem, among, inputs, expected, context)
+    if context.selector == "differential":
+        def judge(index: int, first: str, second: str) -> str | None:
+            return help_.ask(lambda llm: judges.compare_outputs(llm, kit.prompt(context, "judge"), problem,
+                                                                given=inputs[index], first=first, second=second))
 
-            chosen, why = differential(candidates, judge, context.selector_groups)
-        else:
-            chosen, why = select(context.selector, candidates)
+        chosen, why = differential(candidates, judge, context.selector_groups)
+    else:
+        chosen, why = select(context.selector, candidates)
     chosen_node, own_code = state["nodes"][chosen.node], state.get("final_code") or ""
     changed = chosen_node["code"] != own_code  # by text: a method may return its program from another node
     runs = len(among) if inputs else 0
     # the method's own choice stays in the result, so a harness can tell whether the selector fixed or broke it
-    why.update(changed=changed, own_node=state.get("final_node"), own_code=own_code, tester_inputs=len(written),
+    why.update(forced=forced, changed=changed, own_node=state.get("final_node"), own_code=own_code,
+               tester_inputs=len(written),
                mutated_inputs=len(inputs) - len(written), programs=len(programs), probe_runs=runs,
                probe_inputs=inputs)
     if help_.error:

@@ -7,7 +7,6 @@ import pytest
 
 from codeforest.graphs.selection import Candidate, kept_inputs, output_groups, select
 from codeforest.tools.probes import (
-    behaviour,
     mutate_call,
     mutate_stdin,
     mutate_value,
@@ -55,20 +54,20 @@ def test_model_written_calls_must_call_the_entry_point():
 
 def test_behaviour_in_the_sandbox_gives_outputs_errors_and_time_outs():
     code = "def f(n, xs):\n    if n < 0:\n        while True: pass\n    return n + len(xs)\n"
-    assert behaviour(FUNCTION, code, ["f(3, [1])", "f(None, [])", "f(-1, [])"], timeout=0.5) == \
+    assert probe(FUNCTION, code, ["f(3, [1])", "f(None, [])", "f(-1, [])"], timeout=0.5)[0] == \
         ("4", "<raised TypeError>", "<timeout>")
     program = "input()\nprint(sum(map(int, input().split())))\n"
-    assert behaviour(STDIO, program, ["3\n1 5 2\n", "3\n"]) == ("8", "<raised EOFError>")
+    assert probe(STDIO, program, ["3\n1 5 2\n", "3\n"])[0] == ("8", "<raised EOFError>")
 
 
 def test_printed_outputs_that_outputs_match_calls_equal_are_one_behaviour():
     spaced, plain = "print(5, end=' ')\n", "print(5)\n"
-    assert behaviour(STDIO, spaced, ["\n"]) == behaviour(STDIO, plain, ["\n"]) == ("5",)
+    assert probe(STDIO, spaced, ["\n"])[0] == probe(STDIO, plain, ["\n"])[0] == ("5",)
 
 
 def test_an_assertion_the_program_raises_is_raised_not_an_empty_answer():
     code = "def f(n, xs):\n    assert n > 0\n    return n\n"
-    assert behaviour(FUNCTION, code, ["f(1, [])", "f(-1, [])"]) == ("1", "<raised AssertionError>")
+    assert probe(FUNCTION, code, ["f(1, [])", "f(-1, [])"])[0] == ("1", "<raised AssertionError>")
 
 
 def test_codet_asserts_are_run_as_asserts_so_equal_values_of_other_types_pass():

@@ -3,8 +3,8 @@
 Two sources of inputs: type-aware mutations of the public tests' inputs (EvalPlus's idea: numbers nudged,
 zeroed and sign-flipped; lists and strings emptied, shortened, extended, duplicated, sorted, reversed; the
 same on stdin tokens), deterministic from a seed; and calls a model wrote, kept only when they parse and
-call the entry point. A program's behaviour on the inputs is its output vector: for each input, the value's
-repr (or the printed output), the exception's type, or a time-out. Everything but ``behaviour`` is pure.
+call the entry point. A program's behaviour on the inputs (``probe``) is its output vector: for each input, the value's
+repr (or the printed output), the exception's type, or a time-out. Everything but ``probe`` is pure.
 """
 
 from __future__ import annotations
@@ -180,12 +180,6 @@ def probe(problem: Problem, code: str, inputs: list[str], *, expected: list[str 
     passed = frozenset(i for i, outcome in enumerate(result.outcomes[:len(inputs)])
                        if wanted[i] is not None and outcome.passed)
     return outputs, passed
-
-
-def behaviour(problem: Problem, code: str, inputs: list[str], *, timeout: float = 2.0,
-              backend: str | None = None) -> tuple[str, ...]:
-    """A program's output vector on the inputs, run in the sandbox."""
-    return probe(problem, code, inputs, timeout=timeout, backend=backend)[0]
 
 
 def rejected(outputs: list[str]) -> bool:
