@@ -35,11 +35,13 @@ MIN_OUTPUT_TOKENS = 256
 
 
 class ModelFault(RuntimeError):
-    """A model call that failed after its retries; ``spent`` is the cost of the calls made before it."""
+    """A model call that failed after its retries; ``spent`` is the cost of the calls made before it, ``kept``
+    the part of its node's update finished before it (set by the graph kit)."""
 
     def __init__(self, message: str, spent: dict):
         super().__init__(message)
         self.spent = spent
+        self.kept: dict = {}
 
 
 class BudgetSpent(ModelFault):

@@ -16,7 +16,7 @@ import re
 
 from langchain_core.language_models import BaseChatModel
 
-from codeforest.agents.base import Reply, call_model, fault, messages, record_call, structured_call
+from codeforest.agents.base import Reply, call_model, fault, messages, record_call, render_formatted, structured_call
 from codeforest.prompts import Prompt
 from codeforest.tools.prm import PRMError, PRMScorer
 
@@ -79,11 +79,12 @@ def score_thoughts(model: BaseChatModel, prompt: Prompt, problem: str, thoughts:
     """The LLM's score of each thought; ``code`` None: the math-style input (problem and thoughts only)."""
     state = problem + numbered(thoughts)
     if code is None:
-        user = prompt.render("thoughts", state=state)
+        user, structured = render_formatted(prompt, "thoughts", "scores_format", structured, state=state)
     else:
-        user = prompt.render("execution", state=state, code=code, feedback=feedback or "")
+        user, structured = render_formatted(prompt, "execution", "scores_format", structured, state=state,
+                                            code=code, feedback=feedback or "")
     keys = [f"{i}-Thought" for i in range(1, len(thoughts) + 1)]
-    # the prompt's own format, a dict of "i-Thought" scores, is the schema: prompt and decoder agree
+    # the prompt's own format, a dict of "i-Thought" scores, is the schema (its fence left out): they agree
     schema = {"title": "StepScores", "description": "One correctness score in [0, 1] per thought.",
               "type": "object", "properties": {k: {"type": "number"} for k in keys}, "required": keys,
               "additionalProperties": False}

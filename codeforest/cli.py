@@ -372,8 +372,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     tasks = select_tasks(tasks, problems=problems, limit=args.limit, sample=args.sample, seed=args.seed)
     dataset = Path(args.dataset).stem if args.dataset.endswith((".jsonl", ".json")) else args.dataset
     out = Path(args.out or f"runs/{dataset}-{Path(context.model).stem}")
+    budgets = parse_budgets(args.token_budget) if args.token_budget else [context.token_budget]
     if args.cache is not None:
         context.cache_path = args.cache or str(out / "responses.sqlite")
+    elif len(budgets) > 1 and not context.cache_path and not args.server:
+        context.cache_path = str(out / "responses.sqlite")  # the smaller budgets replay the larger runs' calls
+        err.print(f"A token-budget sweep shares the response cache {context.cache_path} (--cache PATH for another)")
     runner = None
     if args.server:  # the server runs the model: nothing to start or download here
         from codeforest.server_runs import ServerSolver
@@ -383,7 +387,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
         context.server_slots = max(context.server_slots, args.concurrency)
         if embedded_spec(context.model):
             ensure_model_file(embedded_spec(context.model), progress=err.print)
-    budgets = parse_budgets(args.token_budget) if args.token_budget else [context.token_budget]
     for budget in budgets:
         context.token_budget = budget
         _run_bench(Bench(args.graph, tasks, out, context=context, dataset=dataset, concurrency=args.concurrency,

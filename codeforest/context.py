@@ -40,7 +40,9 @@ class Context(BaseModel):
     retries: int = Field(default=2, ge=0, description=(
         "Retries of a failed model call (5xx, 429, time-out, dropped connection, a body that is not JSON), with "
         "exponential backoff and jitter; when they are spent the search ends with stop_reason 'model_error'."))
-    n_ctx: int = Field(default=8192, ge=512, description="Context window of the embedded model server.")
+    n_ctx: int = Field(default=8192, ge=512, description=(
+        "Context window of one request to the embedded model server; the server holds this much per slot, so "
+        "running problems at once leaves every call the same room."))
     structured_output: bool = Field(default=True, description=(
         "Ask the endpoint for JSON-schema-constrained answers where an agent expects structure."))
     server_slots: int = Field(default=1, ge=1, description=(

@@ -177,21 +177,6 @@ def plain_resample(record: dict) -> bool:
             and settings.get("min_candidates", 1) == 1)
 
 
-def equal_token_baselines(rows: list[dict], plain: set[str]) -> dict[str, dict]:
-    """For each run that is not plain resampling, the plain-resampling run (its label in ``plain``) of the same
-    model that spent the most tokens per problem without spending more than it; runs cheaper than every
-    resampling run are left out."""
-    baselines = {}
-    for row in rows:
-        if row["graph"] in plain:
-            continue
-        cheaper = [r for r in rows if r["graph"] in plain and r["model"] == row["model"]
-                   and r["mean_tokens"] <= row["mean_tokens"]]
-        if cheaper:
-            baselines[row["graph"]] = max(cheaper, key=lambda r: r["mean_tokens"])
-    return baselines
-
-
 def pairwise(latest: list[dict], graph: str, base: str, *, finals: bool = False) -> str:
     """One line: the problems ``graph`` solves that ``base`` fails and the reverse, over the problems both ran;
     with ``finals``, also those on which it returned another final program (what a setting changed beyond the
@@ -216,13 +201,37 @@ def pairwise(latest: list[dict], graph: str, base: str, *, finals: bool = False)
 
 
 def against_resampling(latest: list[dict], rows: list[dict]) -> list[str]:
-    """Each run against the plain-resampling run that spent the most tokens without spending more than it:
-    the problems one solves and the other fails, and both pass@1 at their tokens per problem."""
-    summary = {r["graph"]: r for r in rows}
-    baselines = equal_token_baselines(rows, {run_label(r) for r in latest if plain_resample(r)})
-    return [f"{pairwise(latest, g, b['graph'])}; pass@1 {100 * summary[g]['pass_at_1']:.1f} at "
-            f"{summary[g]['mean_tokens']:,.0f} tokens/problem against {100 * b['pass_at_1']:.1f} at "
-            f"{b['mean_tokens']:,.0f}" for g, b in baselines.items()]
+    """Each run against the plain-resampling run of its model that, on the problems both ran, spent the most
+    tokens per problem without spending more than it: the problems one solves and the other fails, and both
+    pass@1 and tokens per problem on those problems (so a run still in progress meets the baseline's same
+    problems). Runs cheaper than every resampling run are left out."""
+    runs: dict[tuple, dict[str, dict]] = {}
+    for record in latest:
+        runs.setdefault((run_label(record), record.get("model")), {})[record["problem_id"]] = record
+    plain = {key for key in runs if any(plain_resample(r) for r in runs[key].values())}
+
+    def on(key: tuple, common: list[str]) -> tuple[float, float]:  # tokens per problem, pass@1
+        chosen = [runs[key][p] for p in common]
+        return (sum(tokens_spent(r) for r in chosen) / len(chosen),
+                sum(bool(r.get("private_passed")) for r in chosen) / len(chosen))
+
+    lines = []
+    for key in ((row["graph"], row["model"]) for row in rows):
+        if key in plain or key not in runs:
+            continue
+        best = None
+        for base in (b for b in plain if b[1] == key[1]):
+            common = [p for p in runs[key] if p in runs[base]]
+            if not common:
+                continue
+            (tokens, passed), (base_tokens, base_passed) = on(key, common), on(base, common)
+            if base_tokens <= tokens and (best is None or base_tokens > best[3]):
+                best = (base[0], tokens, passed, base_tokens, base_passed)
+        if best:
+            base, tokens, passed, base_tokens, base_passed = best
+            lines.append(f"{pairwise(latest, key[0], base)}; on them pass@1 {100 * passed:.1f} at {tokens:,.0f} "
+                         f"tokens/problem against {100 * base_passed:.1f} at {base_tokens:,.0f}")
+    return lines
 
 
 def _table(header: list[str] | tuple[str, ...], rows: list[list[str]]) -> str:

@@ -67,6 +67,11 @@ class BesterContext(Context):
         "Ex. Feedback baseline: no self-reflection, the failing tests in its place, and the k repairs sampled "
         "at the reflection temperature with a seed each (the paper does not say how its repairs differ; "
         "greedy ones would be identical). 1 + N k calls."))
+    bester_repair: Literal["bester", "reflexion"] = Field(default="bester", description=(
+        "How a repair is asked, given a reflection: 'bester' (App. D: the query, the program, the reflection; "
+        "the failing tests reach it only through the reflection) or 'reflexion' (Reflexion's multi-turn chat, "
+        "as CodeTree's released Reflexion baseline and its Debugger prompt: the program, its test results, "
+        "the reflection). Ex. Feedback's repairs are always BESTER's."))
     bester_concurrency: int = Field(default=1, ge=1, description=(
         "Reflections / repairs requested at once (LangGraph Send); results do not depend on it. The "
         "embedded server gets as many parallel slots."))
@@ -175,7 +180,7 @@ def initial(state: BesterState, runtime: Runtime[BesterContext], model: BaseChat
     kit.emit("node_created", node=node["id"], parent=None, depth=1, text="initial program")
     result, tested = kit.run_program(state["problem"], reply.value, context, node["id"], feedback=failures_text)
     return {"nodes": {node["id"]: {**node, **tested, "value": result.pass_rate}},
-            "cost": {**reply.cost, "programs": 1, "sandbox_runs": 1}}
+            "cost": {**reply.cost, **kit.PROGRAM_RUN}}
 
 
 def select(state: BesterState, runtime: Runtime[BesterContext]) -> dict:
@@ -238,20 +243,24 @@ def reflect_one(payload: dict, runtime: Runtime[BesterContext], model: BaseChatM
 
 
 def repair_one(payload: dict, runtime: Runtime[BesterContext], model: BaseChatModel | None = None) -> dict:
-    """One greedy repair from a reflection (the tests are not shown), run on the public tests; under
-    Ex. Feedback, a sampled repair from the failing tests."""
+    """One greedy repair from a reflection (the tests are not shown, but with ``bester_repair='reflexion'``), run
+    on the public tests; under Ex. Feedback, a sampled repair from the failing tests."""
     context = kit.settings(runtime, CONTEXT)
     node = payload["nodes"][payload["current"]]
     parent = payload["nodes"][node["parent"]]
     llm = kit.chat_model(context, model)
     if context.bester_feedback == "execution":
         llm = llm.bind(temperature=context.bester_reflection_temperature, seed=node["seed"])
-    reply = debugger.repair_from_reflection(llm, kit.prompt(context, "debugger_bester"), payload["problem"],
-                                            code=parent["code"], reflection=node["text"])
+    if context.bester_repair == "reflexion" and context.bester_feedback == "reflection":
+        reply = debugger.repair(llm, kit.prompt(context, "debugger"), payload["problem"], code=parent["code"],
+                                feedback=parent.get("feedback", ""), reflection=node["text"])
+    else:
+        reply = debugger.repair_from_reflection(llm, kit.prompt(context, "debugger_bester"), payload["problem"],
+                                                code=parent["code"], reflection=node["text"])
     kit.emit("generated", node=node["id"], depth=node["depth"])
     result, tested = kit.run_program(payload["problem"], reply.value, context, node["id"], feedback=failures_text)
     return {"nodes": {node["id"]: {**tested, "value": result.pass_rate}},
-            "cost": {**reply.cost, "programs": 1, "sandbox_runs": 1}}
+            "cost": {**reply.cost, **kit.PROGRAM_RUN}}
 
 
 def finalize(state: BesterState, runtime: Runtime[BesterContext]) -> dict:

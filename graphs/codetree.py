@@ -166,19 +166,17 @@ def variant(context: CodeTreeContext) -> bool:
     return not context.codetree_critic or context.codetree_order == "list"
 
 
-def push_batch(frontier: list[str], batch: list[str], nodes: dict[str, NodeRecord], order: str,
-               first: bool) -> list[str]:
+def push_batch(frontier: list[str], batch: list[str], nodes: dict[str, NodeRecord], order: str) -> list[str]:
     """The released BFS/DFS variants' frontier once an expansion's programs have all run.
 
     BFS keeps a queue sorted by value, highest first (taken from the front); DFS a stack whose children are
-    pushed lowest value first, so the best is taken next (the first level reversed before sorting, as
-    released, so equal values go to the earliest strategy). Sorting is stable.
+    pushed lowest value first, so the best is taken next (every expansion reversed before its stable sort, as
+    dfs_real.py does, so equal values go to the earliest child).
     """
     value = {i: nodes[i].get("value", 0.0) for i in batch}
     if order == "bfs":
         return frontier + sorted(batch, key=lambda i: -value[i])
-    ordered = list(reversed(batch)) if first else batch
-    return frontier + sorted(ordered, key=lambda i: value[i])
+    return frontier + sorted(reversed(batch), key=lambda i: value[i])
 
 
 def spent(state: CodeTreeState, context: CodeTreeContext) -> bool:
@@ -316,8 +314,7 @@ def critique(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: Bas
         # List never debugs)
         if variant(context) and not state["pending"] and context.codetree_order != "list":
             nodes = {**state["nodes"], node["id"]: {**node, "value": value}}
-            update["frontier"] = push_batch(state["frontier"], state["batch"], nodes, context.codetree_order,
-                                            first=node["depth"] == 1)
+            update["frontier"] = push_batch(state["frontier"], state["batch"], nodes, context.codetree_order)
         if kit.steps_left(state) < 5:  # pick, (reflect, pick,) generate, execute, critique, finalize
             update["stop"] = kit.STEP_LIMIT
     elif decision != "accept" and \

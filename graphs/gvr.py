@@ -187,19 +187,25 @@ def simulate(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel
     nodes, problem, leaf = state["nodes"], state["problem"], state["path"][-1]
     thoughts = search.thoughts_on(nodes, state["path"])
     reply = solver.write_code(llm, kit.prompt(context, "solver_mcts"), problem, thoughts=search.thought_lines(thoughts))
-    costs = [{**reply.cost, "programs": 1, "sandbox_runs": 1}]
+    costs = [{**reply.cost, **kit.PROGRAM_RUN}]
     result, record = kit.run_program(problem, reply.value, context, leaf, feedback=prm_feedback)
     has_tests, prm_score = result.total > 0, None
+
+    def valued() -> dict:
+        record["value"] = value_of(result.pass_rate, has_tests, prm_score, context)
+        program = {"node": leaf, "code": reply.value, "value": record["value"], "pass_rate": result.pass_rate,
+                   "execution": record["execution"], "refined": state.get("refines", 0) > 0}
+        return {"nodes": {leaf: dict(record)}, "programs": [program]}
+
+    kit.keep({**valued(), "cost": kit.PROGRAM_RUN})  # valued without the Verifier if its call fails
     if needs_prm_score(has_tests, result.pass_rate, context) and thoughts:
         scored = verify(kit.verifier(context, llm), problem["prompt"], thoughts, reply.value, record["feedback"])
         costs.append(scored.cost)
         record["prm_scores"] = scored.value
         prm_score = kit.aggregate(scored.value, context.gvr_prm_agg)
-    record["value"] = value_of(result.pass_rate, has_tests, prm_score, context)
+    update = valued()
     kit.emit("value", node=leaf, value=round(record["value"], 4))
-    program = {"node": leaf, "code": reply.value, "value": record["value"], "pass_rate": result.pass_rate,
-               "execution": record["execution"], "refined": state.get("refines", 0) > 0}
-    return {"nodes": {leaf: record}, "cost": total_cost(costs), "programs": [program]}
+    return {**update, "cost": total_cost(costs)}
 
 
 def verify_node(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel | None = None) -> dict:

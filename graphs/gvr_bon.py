@@ -132,9 +132,10 @@ def write_code(state: GvrBonState, runtime: Runtime[GvrBonContext], model: BaseC
     for last in state["pending"]:
         thoughts = [nodes[j]["text"] for j in chain_ids(nodes, last)]
         reply = solver.write_code(llm, prompt, state["problem"], thoughts=numbered(thoughts))
-        costs.append({**reply.cost, "programs": 1, "sandbox_runs": 1})
+        costs.append({**reply.cost, **kit.PROGRAM_RUN})
         _, record = kit.run_program(state["problem"], reply.value, context, last, feedback=prm_feedback)
         updates[last] = {**record, "prm_scores": None}
+        kit.keep({"nodes": {last: updates[last]}, "cost": kit.PROGRAM_RUN})
     return {"nodes": updates, "cost": total_cost(costs)}
 
 
@@ -160,6 +161,7 @@ def evaluate(state: GvrBonState, runtime: Runtime[GvrBonContext], model: BaseCha
         updates[last] = record
         programs.append({"node": last, "code": node["code"], "value": record["value"], "pass_rate": pass_rate,
                          "execution": execution, "refined": state["rounds"] > 0})
+        kit.keep({"nodes": {last: record}, "programs": programs[-1:]})
     update = {"nodes": updates, "programs": programs, "pending": [], "cost": total_cost(costs)}
     fails = any(kit.fails_public(nodes[c].get("execution")) for c in state["chains"])
     if fails and state["rounds"] < context.gvr_bon_max_refines and kit.steps_left(state) < 5:

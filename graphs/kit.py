@@ -22,7 +22,7 @@ import logging
 import random
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from contextvars import copy_context
+from contextvars import ContextVar, copy_context
 from functools import partial
 from typing import Any, TypeVar
 
@@ -39,7 +39,16 @@ from codeforest.agents import critic
 from codeforest.agents.base import BudgetSpent, ModelFault, Reply, counting_calls
 from codeforest.agents.verifier import LLMVerifier, locate_flawed, verify
 from codeforest.context import Context, VerifierContext
-from codeforest.graphs.state import Execution, NodeRecord, SearchInput, SearchOutput, SearchState, tokens_spent
+from codeforest.graphs.state import (
+    Execution,
+    NodeRecord,
+    SearchInput,
+    SearchOutput,
+    SearchState,
+    add_cost,
+    merge_nodes,
+    tokens_spent,
+)
 from codeforest.problems import Problem, public_suite, validate_problem
 from codeforest.prompts import Prompt, check_prompts_dir, load_prompt
 from codeforest.tools.prm import HTTPScorer
@@ -58,6 +67,8 @@ MIN_RECURSION_LIMIT = 6  # start, a first program (or none), finalize, select_fi
 # min(32, cpus + 4) threads, which caps Send fan-out at 6 on a 2-core machine. ``max_concurrency`` in
 # the run's config still bounds it.
 _POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="codeforest-node")
+_KEPT: ContextVar[dict | None] = ContextVar("codeforest_kept", default=None)
+PROGRAM_RUN = {"programs": 1, "sandbox_runs": 1}  # the cost of a program written and run, besides its model call
 
 
 # --- settings, model, prompts, events -----------------------------------------------------------
@@ -387,8 +398,15 @@ def with_context(fn: Callable, cls: type[Context]) -> Callable:
 def _counted(fn: Callable) -> Callable:
     def node(state, **injected):  # LangGraph injects what ``fn`` declares (runtime ...)
         runtime = injected.get("runtime")
-        with counting_calls(tokens_left(state, runtime), output_window(runtime)):
-            return fn(state, **injected)
+        token = _KEPT.set({})
+        try:
+            with counting_calls(tokens_left(state, runtime), output_window(runtime)):
+                return fn(state, **injected)
+        except ModelFault as fault:
+            fault.kept = _KEPT.get()
+            raise
+        finally:
+            _KEPT.reset(token)
 
     node.__signature__ = inspect.signature(fn)
     return node
@@ -407,25 +425,46 @@ def tokens_left(state: dict, runtime: Runtime | None) -> int | None:
 
 def output_window(runtime: Runtime | None) -> int | None:
     """The context one request has when per-role output limits apply (``max_tokens`` 0): the embedded
-    server's window per slot, or 0 for an endpoint (unknown); ``None`` when ``max_tokens`` is set."""
-    raw = getattr(runtime, "context", None)
-    context = raw if isinstance(raw, Context) else settings(runtime, Context)  # its own class knows its slots
+    server's ``n_ctx`` (it holds that much per slot), or 0 for an endpoint (unknown); ``None`` when
+    ``max_tokens`` is set."""
+    context = settings(runtime, Context)
     if context.max_tokens:
         return None
-    return 0 if context.base_url else context.n_ctx // max(1, context.slots_needed())
+    return 0 if context.base_url else context.n_ctx
+
+
+def keep(part: dict) -> None:
+    """Hold a finished part of the running node's update (a program written and run, say), so that a model call
+    failing later in the same node, or the token budget running out there, does not lose it: the search ends
+    with it. Parts add up: node records merge by id, lists extend, costs add (give only what no model call
+    counts, e.g. ``PROGRAM_RUN``), anything else is replaced."""
+    kept = _KEPT.get()
+    if kept is None:  # not inside a model-calling node
+        return
+    for key, value in part.items():
+        if key == "nodes":
+            kept[key] = merge_nodes(kept.get(key), value)
+        elif key == "cost":
+            kept[key] = add_cost(kept.get(key), value)
+        elif isinstance(value, list):
+            kept[key] = [*kept.get(key, []), *value]
+        else:
+            kept[key] = value
 
 
 def _model_fault(state: dict, error: NodeError, goto: str) -> Command:
-    """The error handler of a model-calling node: a model fault (or the token budget, spent) ends the search;
-    anything else fails the run."""
+    """The error handler of a model-calling node: a model fault (or the token budget, spent) ends the search
+    with what the node had finished (``keep``); anything else fails the run."""
     fault = error.error
     if not isinstance(fault, ModelFault):
         raise fault
+    mark = TOKEN_BUDGET if isinstance(fault, BudgetSpent) else str(fault)
     if isinstance(fault, BudgetSpent):
         emit("token_budget", node=error.node)
-        return Command(update={"model_error": TOKEN_BUDGET, "cost": fault.spent}, goto=goto)
-    emit("model_error", node=error.node, error=str(fault))
-    return Command(update={"model_error": str(fault), "cost": fault.spent}, goto=goto)
+    else:
+        emit("model_error", node=error.node, error=mark)
+    update = {**fault.kept, "model_error": mark, "cost": add_cost(fault.spent, fault.kept.get("cost"))}
+    return Command(update=update, goto=goto)
 
 
 def failed(state: dict) -> bool:

@@ -4,9 +4,11 @@
 
 Reflexion's loop (generate, test, reflect in words, regenerate from the last attempt and the reflection) is
 BESTER's loop at k = 1: each round has one reflection and one repair of the program it reflects on, so
-"select the best repair" keeps the only one. The budget is CodeTree's 20 programs (one initial, 19
-repairs); the reflection is greedy like every other call, and the last attempt is returned when none
-passes, as Reflexion does. Every ``bester_*`` setting still applies.
+"select the best repair" keeps the only one. The repair is Reflexion's own multi-turn chat, which shows the
+test results beside the reflection (as CodeTree's released Reflexion baseline; BESTER's repair shows the
+reflection alone). The budget is CodeTree's 20 programs (one initial, 19 repairs); the reflection is greedy
+like every other call, and the last attempt is returned when none passes, as Reflexion does. Every
+``bester_*`` setting still applies.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ class ReflexionContext(BesterContext):
         "Reflection temperature: greedy, like the other calls."))
     bester_final: Literal["auto", "best", "last_round"] = Field(default="last_round", description=(
         "Program returned when none passes: 'last_round' (Reflexion's last attempt), 'best' or 'auto'."))
+    bester_repair: Literal["bester", "reflexion"] = Field(default="reflexion", description=(
+        "How a repair is asked: 'reflexion' (Reflexion's chat: the program, its test results, the reflection) "
+        "or 'bester' (BESTER's, without the test results)."))
 
 
 CONTEXT = ReflexionContext

@@ -92,7 +92,7 @@ def sample(state: ResampleState, runtime: Runtime[ResampleContext], model: BaseC
         stop = "budget_exhausted"
     elif kit.steps_left(state) < 2:  # another sample, finalize
         stop = kit.STEP_LIMIT
-    return {"nodes": {node["id"]: node}, "cost": {**reply.cost, "programs": 1, "sandbox_runs": 1}, "stop": stop}
+    return {"nodes": {node["id"]: node}, "cost": {**reply.cost, **kit.PROGRAM_RUN}, "stop": stop}
 
 
 def finalize(state: ResampleState) -> dict:

@@ -217,10 +217,18 @@ def simulate(state: RolloutState, runtime: Runtime[RethinkContext], model: BaseC
     nodes, problem, leaf = state["nodes"], state["problem"], state["path"][-1]
     thoughts = search.thought_lines(search.thoughts_on(nodes, state["path"]))
     reply = solver.write_code(llm, kit.prompt(context, "solver_mcts"), problem, thoughts=thoughts)
-    costs = [{**reply.cost, "programs": 1, "sandbox_runs": 1}]
+    costs = [{**reply.cost, **kit.PROGRAM_RUN}]
     result, record = kit.run_program(problem, reply.value, context, leaf)
     v_test = result.pass_rate if result.total else 1.0
     record["verbal_feedback"], v_llm = "", None
+
+    def rewarded() -> dict:
+        record["reward"] = reward(v_test, v_llm, context)
+        program = {"node": leaf, "code": reply.value, "reward": record["reward"], "v_test": v_test,
+                   "execution": record["execution"], "rethought": nodes[leaf].get("rethinks", 0) > 0}
+        return {"nodes": {leaf: dict(record)}, "programs": [program]}
+
+    kit.keep({**rewarded(), "cost": kit.PROGRAM_RUN})  # valued by its tests alone if a later call fails
     if v_test == 1.0 and context.rethink_self_eval:
         judged = self_evaluation(state, context, llm, reply.value, prm_feedback(result))
         costs.append(judged.cost)
@@ -229,11 +237,9 @@ def simulate(state: RolloutState, runtime: Runtime[RethinkContext], model: BaseC
     elif v_test < 1.0 and context.rethink_verbal_feedback:
         record["verbal_feedback"] = verbal_feedback(problem, reply.value, result, context, llm, costs,
                                                     thoughts=search.thoughts_on(nodes, state["path"]))
-    record["reward"] = reward(v_test, v_llm, context)
+    update = rewarded()
     kit.emit("reward", node=leaf, reward=round(record["reward"], 4))
-    program = {"node": leaf, "code": reply.value, "reward": record["reward"], "v_test": v_test,
-               "execution": record["execution"], "rethought": nodes[leaf].get("rethinks", 0) > 0}
-    return {"nodes": {leaf: record}, "cost": total_cost(costs), "programs": [program]}
+    return {**update, "cost": total_cost(costs)}
 
 
 def self_evaluation(state: RolloutState, context: RethinkContext, llm: BaseChatModel, code: str, feedback: str):

@@ -353,8 +353,7 @@ def revise(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel |
     costs += tried["costs"]
     # the program rolled out from the leaf is kept there, as a roll-out's is on its node, unless the leaf already
     # holds a program passing the public tests (one the re-roll-out must not replace)
-    keeps_own = bool(view[leaf].get("passing")) or (
-        bool(view[leaf].get("code")) and kit.passes_public(view[leaf].get("execution")))
+    keeps_own = holds_passing(view[leaf])
     if not keeps_own:
         updates = merge_nodes(updates, {leaf: tried["record"]})
     if tried["success"]:
@@ -409,10 +408,15 @@ def finalize(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel
                                 shown=question(problem))
     _, tested = kit.run_program(problem, program.value, context, chosen)
     out = kit.finish(state, chosen, program.value, tested["execution"], reason)
-    return {**out, "nodes": {chosen: tested}, "cost": {**program.cost, "programs": 1, "sandbox_runs": 1}}
+    return {**out, "nodes": {chosen: tested}, "cost": {**program.cost, **kit.PROGRAM_RUN}}
 
 
 # --- helpers ----------------------------------------------------------------------------------------------
+
+def holds_passing(node: NodeRecord) -> bool:
+    """True when a node holds a program passing the public tests, which a later roll-out must not replace."""
+    return bool(node.get("passing")) or (bool(node.get("code")) and kit.passes_public(node.get("execution")))
+
 
 def _attempt(problem: Problem, context: RpmContext, llm: BaseChatModel, nodes: dict[str, NodeRecord], leaf: str,
              steps: list[str], *, purpose: tuple, wrong: str | None = None) -> dict:
@@ -424,6 +428,7 @@ def _attempt(problem: Problem, context: RpmContext, llm: BaseChatModel, nodes: d
     program = solver.write_code(_sampled(llm, context, problem, leaf, *purpose, "code"),
                                 kit.prompt(context, "solver_rpm"), problem, thoughts="\n".join(every), shown=text)
     result, tested = kit.run_program(problem, program.value, context, leaf)
+    kit.keep({"nodes": {} if holds_passing(nodes[leaf]) else {leaf: tested}, "cost": kit.PROGRAM_RUN})
     pass_rate = result.pass_rate if result.total else 1.0  # no public tests: the evaluator decides
     shown = feedback_text(result) if context.rpm_exec_reward else "(not run)"
     judged = critic.evaluate_solution(_sampled(llm, context, problem, leaf, *purpose, "eval"),
@@ -437,7 +442,7 @@ def _attempt(problem: Problem, context: RpmContext, llm: BaseChatModel, nodes: d
             "analysis": judged.analysis, "passed": pass_rate == 1.0,
             "success": pass_rate == 1.0 and judged.value >= context.rpm_success,
             "record": {**tested, "llm_score": judged.value},
-            "costs": [rolled.cost, {**program.cost, "programs": 1, "sandbox_runs": 1}, judged.cost]}
+            "costs": [rolled.cost, {**program.cost, **kit.PROGRAM_RUN}, judged.cost]}
 
 
 def _solved(state: RpmState, context: RpmContext, nodes: dict[str, NodeRecord], leaf: str, tried: dict,

@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 from langchain_openai import ChatOpenAI
 
-from codeforest.agents import critic, thinker
+from codeforest.agents import critic, thinker, verifier
 from codeforest.prompts import load_prompt
 from tests.fake_openai import FakeOpenAI
 from tests.fakes import RespondingChatModel
@@ -44,6 +44,13 @@ CALLS = {
                                                           structured=s),
                        '{"blocks": [{"block": "BLOCK-0", "correct": false, "explanation": "x"}]}',
                        '"correct": "True"'),
+    "verifier scores": (lambda m, s: verifier.score_thoughts(m, load_prompt("verifier"), "Q", ["a", "b", "c"], "x",
+                                                             "f", structured=s),
+                        '{"1-Thought": 0.3, "2-Thought": 0.8, "3-Thought": 1.0}', "```json"),
+    "verifier scores without code": (
+        lambda m, s: verifier.score_thoughts(m, load_prompt("verifier"), "Q", ["a", "b", "c"], None, None,
+                                             structured=s),
+        '{"1-Thought": 0.3, "2-Thought": 0.8, "3-Thought": 1.0}', "```json"),
 }
 
 

@@ -343,14 +343,16 @@ def test_report_table_interval_and_plot(tmp_path, capsys):
     assert main(["report", str(tmp_path / "empty")]) == 2
 
 
-def test_token_budget_sweep_runs_largest_first_and_replays_the_cache(tmp_path, capsys):
+@pytest.mark.parametrize("cache", [["--cache"], []])  # a sweep shares the response cache unless told otherwise
+def test_token_budget_sweep_runs_largest_first_and_replays_the_cache(tmp_path, capsys, cache):
     """Each call costs 18 tokens: a 100-token budget stops after 6 samples, 40 after 3, all replayed."""
     api = FakeOpenAI([], respond=lambda body: "```python\ndef f():\n    return None\n```")
     try:
         assert main(["bench", "--graph", "resample", "--dataset", "humaneval", "--limit", "1", "--model", "fake",
-                     "--base-url", api.url, "--out", str(tmp_path), "--cache", "--token-budget", "40,100"]) == 0
+                     "--base-url", api.url, "--out", str(tmp_path), *cache, "--token-budget", "40,100"]) == 0
     finally:
         api.close()
+    assert (tmp_path / "responses.sqlite").is_file()
     records = read_results(tmp_path)
     assert [(r["settings"]["token_budget"], r["llm_calls"], r["cached_calls"], r["stop_reason"])
             for r in records] == [(100, 6, 0, "token_budget"), (40, 3, 3, "token_budget")]
@@ -391,15 +393,19 @@ def test_each_search_is_set_against_the_plain_resampling_that_spent_no_more_toke
 
     records = (run("direct", {}, 500, {0}) + run("resample", {"resample_n": 2}, 1000, {0, 1})
                + run("resample", {}, 5000, {0, 1, 2}) + run("resample", {"selector": "agreement"}, 3000, {2})
-               + run("tree", {}, 4000, {0, 2}))
+               + run("tree", {}, 4000, {0, 2}) + run("slow", {}, 2000, {2})[2:])  # in progress: P/2 only
     (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     section = markdown(records).split("## Against plain resampling at no more tokens\n\n")[1].split("\n\n")[0]
     assert section.splitlines() == [
         "- resample selector=agreement vs resample resample_n=2 on the 3 problems both ran: solves 1 that resample "
-        "resample_n=2 fails (P/2), fails 2 that resample resample_n=2 solves (P/0, P/1); pass@1 33.3 at 3,000 "
-        "tokens/problem against 66.7 at 1,000",
+        "resample_n=2 fails (P/2), fails 2 that resample resample_n=2 solves (P/0, P/1); on them pass@1 33.3 at "
+        "3,000 tokens/problem against 66.7 at 1,000",
+        "- slow vs resample resample_n=2 on the 1 problems both ran: solves 1 that resample resample_n=2 fails (P/2), "
+        "fails 0 that resample resample_n=2 solves (none); on them pass@1 100.0 at 2,000 tokens/problem against 0.0 "
+        "at 1,000",
         "- tree vs resample resample_n=2 on the 3 problems both ran: solves 1 that resample resample_n=2 fails (P/2), "
-        "fails 1 that resample resample_n=2 solves (P/1); pass@1 66.7 at 4,000 tokens/problem against 66.7 at 1,000"]
+        "fails 1 that resample resample_n=2 solves (P/1); on them pass@1 66.7 at 4,000 tokens/problem against 66.7 "
+        "at 1,000"]
     from codeforest.report_html import html_report
 
     page = html_report(tmp_path).read_text()

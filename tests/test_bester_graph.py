@@ -38,7 +38,7 @@ class BesterScript:
         elif len(messages) == 1:
             role, reply = "initial", code(PASSES[self.initial])
         else:
-            seed = int(str(messages[-1].content).split("fix #")[1].split(".")[0])
+            seed = int("\n".join(str(m.content) for m in messages).split("fix #")[1].split(".")[0])
             role, reply = "repair", code(PASSES[self.repairs[seed]])
         with self._lock:
             self.roles.append(role)
@@ -195,3 +195,10 @@ def test_reflexion_is_bester_with_one_greedy_reflection_per_round():
     # every round repairs the previous repair (k = 1 keeps it); none passes: the last attempt is returned
     assert out["final_node"] == "n20" and out["public_pass_rate"] == 0.0  # n4 (2 of 3) is not returned
     assert graph_budget("reflexion") == {"unit": "programs", "limit": 20}
+    # Reflexion's repair shows the failing tests beside the reflection; BESTER's only the reflection
+    repair = script.prompts["repair"][0]
+    assert "[unit test results from previous implement]:" in repair and out["nodes"]["n1"]["feedback"] in repair
+    bester_script = BesterScript(initial=1, repairs={seed: 0 for seed in range(1, 6)})
+    run(bester_script, bester_depth=1)
+    assert "[unit test results" not in bester_script.prompts["repair"][0]
+    assert out["nodes"]["n1"]["feedback"] not in bester_script.prompts["repair"][0]

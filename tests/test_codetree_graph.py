@@ -152,6 +152,18 @@ def test_variants_expand_in_value_order(order, expanded):
     assert out["final_node"] == "n5" and out["stop_reason"] == "accepted"
 
 
+def test_dfs_takes_the_first_of_children_with_equal_values():
+    """dfs_real.py reverses every expansion's children before its stable sort: n2's reflections give n3 and n4,
+    both passing 1/2, and n3 (the first) is expanded next, as the first strategy is at the top level."""
+    script = RoleScript(strategy=["1. Add one.\n2. Special-case one."],
+                        solver=[code("x"), code("2 if x == 1 else 0")],
+                        reflection=["1. Keep one.\n2. Keep one again."] * 2,
+                        debugger=[code("2 if x == 1 else 0"), code("2 if x == 1 else 0"), code("x + 1")])
+    out = run(script, codetree_critic=False, codetree_order="dfs", codetree_width=2)
+    assert out["nodes"]["n3"]["value"] == out["nodes"]["n4"]["value"] == 0.5
+    assert out["nodes"]["n5"]["parent"] == "n3" and out["final_node"] == "n5"
+
+
 def test_variants_return_no_program_when_nothing_passes():
     script = RoleScript(strategy=["1. Return x.\n2. Return zero.\n3. Return one."],
                         solver=[code("x"), code("0"), code("1")])

@@ -37,4 +37,22 @@ def test_the_embedded_servers_context_per_slot_bounds_the_limit():
     assert output_limit(prompt, "text", 1024) == 256  # never below the floor
     solver = load_prompt("solver")
     shown = len(solver.render("system.function")) + len(solver.render("user", problem=INC["prompt"]))
-    assert limits_seen("direct", n_ctx=2048, server_slots=2) == [1024 - shown // 3 - 64]  # 2 slots of 1024
+    assert limits_seen("direct", n_ctx=1024) == [1024 - shown // 3 - 64]
+    assert limits_seen("direct", n_ctx=1024, server_slots=4) == [1024 - shown // 3 - 64]  # the server holds 4 x 1024
+
+
+def test_the_embedded_server_holds_n_ctx_for_every_slot(monkeypatch, tmp_path):
+    from codeforest.context import Context
+    from codeforest.tools import models
+
+    started = []
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"")
+
+    class Server:
+        base_url = "http://127.0.0.1:1"
+
+    monkeypatch.setattr(models, "embedded_server", lambda path, n_ctx, slots, progress=None:
+                        started.append((n_ctx, slots)) or Server())
+    models.get_chat_model(Context(model=str(gguf), n_ctx=4096, server_slots=3))
+    assert started == [(3 * 4096, 3)]

@@ -32,3 +32,25 @@ def test_a_budget_the_search_does_not_reach_changes_nothing():
     budgeted = run("codetree", INC, model=RespondingChatModel(respond=Universal()), token_budget=10_000)
     assert budgeted["stop_reason"] == plain["stop_reason"] != "token_budget"
     assert budgeted["final_code"] == plain["final_code"] and budgeted["cost"] == plain["cost"]
+
+
+@pytest.mark.parametrize(("graph", "settings"), [(g, {}) for g in graph_names() if g != "direct"]
+                         + [("gvr", {"gvr_reward": "pub_prm"})])  # the Verifier values a passing program
+def test_a_program_written_before_the_budget_ran_out_is_kept(graph, settings):
+    """A later call of the same step (self-evaluation, Verifier, evaluator, the next chain's code) refused for
+    the budget must not throw away a program already written and run: the search ends with it."""
+    universal, written = Universal(), []
+
+    def respond(messages):
+        reply = universal(messages)
+        written.extend([reply] if reply.startswith("```python") else [])
+        return reply
+
+    for calls in range(1, 13):
+        written.clear()
+        out = run(graph, INC, model=RespondingChatModel(respond=respond), token_budget=CALL_TOKENS * calls,
+                  **settings)
+        assert out["cost"]["programs"] == len(written), (calls, out["cost"])
+        if written:
+            assert out["final_code"] and out["final_node"] in out["nodes"], calls
+            assert out["nodes"][out["final_node"]].get("execution"), calls

@@ -325,7 +325,7 @@ def get_chat_model(context: Context, progress=None) -> BaseChatModel:
         if gguf is None:
             raise ModelError(f"Model {context.model!r} is not an embedded model or a .gguf file; "
                              "give its endpoint with --base-url (or CODEFOREST_BASE_URL)")
-        server = embedded_server(gguf, context.n_ctx, slots, progress)
+        server = embedded_server(gguf, context.n_ctx * slots, slots, progress)  # n_ctx is one request's
         base_url, name, api_key = server.base_url + "/v1", gguf.stem, "local"
     cache = response_cache(context.cache_path) if context.cache_path else None
     model = ChatOpenAI(base_url=base_url, model=name, api_key=api_key, temperature=context.temperature,
