@@ -28,7 +28,7 @@ from codeforest.agents.verifier import verify
 from codeforest.context import VerifierContext
 from codeforest.graphs import kit, search, selection
 from codeforest.graphs.state import Execution, NodeRecord, SearchState, total_cost
-from codeforest.tools.testing import PRM_PASSED
+from codeforest.tools.testing import PRM_PASSED, prm_feedback
 
 BUDGET_UNIT = "programs"
 PASS_BONUS = 5 / 15
@@ -259,8 +259,11 @@ def generate(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: Bas
 
 def execute(state: CodeTreeState, runtime: Runtime[CodeTreeContext]) -> dict:
     """Run the current node's program on the visible tests."""
+    context = kit.settings(runtime, CONTEXT)
     node = state["nodes"][state["current"]]
-    result, tested = kit.run_program(state["problem"], node["code"], kit.settings(runtime, CONTEXT), node["id"])
+    result, tested = kit.run_program(state["problem"], node["code"], context, node["id"])
+    if context.codetree_evaluator == "verifier":  # the Verifier reads test results in CodePRM's format
+        tested["prm_feedback"] = prm_feedback(result)
     return {"nodes": {node["id"]: {**tested, "value": result.pass_rate}}, "cost": {"sandbox_runs": 1}}
 
 
@@ -346,7 +349,7 @@ def judge_failure_score(state: CodeTreeState, context: CodeTreeContext, llm: Bas
         return critic.score_tests(llm, kit.prompt(context, "critic"), state["problem"], code=node["code"],
                                   feedback=node["feedback"], structured=context.structured_output)
     scored = verify(kit.verifier(context, llm), state["problem"]["prompt"], chain(state["nodes"], node),
-                    node["code"], node["feedback"])
+                    node["code"], node.get("prm_feedback", node["feedback"]))
     mean = kit.aggregate(scored.value, "mean")
     return Reply(round(5 * mean), scored.raw, scored.cost, scored.parsed, _shown(scored.value))
 

@@ -221,6 +221,8 @@ def simulate(state: RolloutState, runtime: Runtime[RethinkContext], model: BaseC
     result, record = kit.run_program(problem, reply.value, context, leaf)
     v_test = result.pass_rate if result.total else 1.0
     record["verbal_feedback"], v_llm = "", None
+    if context.rethink_locate == "verifier":  # the Verifier reads test results in CodePRM's format
+        record["prm_feedback"] = prm_feedback(result)
 
     def rewarded() -> dict:
         record["reward"] = reward(v_test, v_llm, context)
@@ -273,7 +275,8 @@ def rethink_leaf(state: RolloutState, runtime: Runtime[RethinkContext], model: B
         thoughts = [nodes[i]["text"] for i in ids]
         shown = thoughts_state(state["problem"]["prompt"], thoughts)
         positions, scores, cost = kit.flawed_thoughts("locate_min", context, llm, state["problem"]["prompt"],
-                                                      thoughts, node["code"], feedback, shown=shown, key=leaf)
+                                                      thoughts, node["code"], node.get("prm_feedback", feedback),
+                                                      shown=shown, key=leaf)
         costs.append(cost)
         target = ids[positions[0]] if positions else leaf
         kit.emit("verified", node=leaf, scores=[round(s, 3) for s in scores or []], flagged=[target])

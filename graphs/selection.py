@@ -5,7 +5,8 @@ the public tests, and its output vector on the probe inputs (``tools.probes``). 
 private test. ``public`` is each paper's own rule and stays the default; the others choose among the
 public-passing candidates (all of them when none passes):
 - ``agreement``: the largest group of identical output vectors (AlphaCode / MBR-exec);
-- ``codet``: CodeT's dual agreement, group size x generated asserts the group passes;
+- ``codet``: CodeT's dual agreement, group size x generated asserts the group passes (equal scores, as when
+  no assert is kept, go to the larger group);
 - ``differential``: S*'s pairwise choice: agreement's leading groups meet in a knock-out, each pair judged by
   the model on an input that separates them, in both orders (a judgement counts only when both agree).
 Ties between groups go to the method's value, then the earliest program, and are recorded.
@@ -27,11 +28,11 @@ from langgraph.runtime import Runtime
 
 from codeforest.agents import judge as judges
 from codeforest.agents import tester
-from codeforest.agents.base import ModelFault
+from codeforest.agents.base import BudgetSpent, ModelFault
 from codeforest.context import Context
 from codeforest.graphs import kit
 from codeforest.graphs.state import NodeRecord, SearchState, total_cost
-from codeforest.tools.probes import TIMEOUT, mutated_inputs, probe, rejected
+from codeforest.tools.probes import TIMEOUT, behaviour, mutated_inputs, probe, rejected
 
 
 @dataclass(frozen=True)
@@ -42,8 +43,13 @@ class Candidate:
     order: int  # creation order: the earliest wins the last tie
     value: float  # the method's own value for it
     public: bool  # passes every public test
-    outputs: tuple[str, ...] = ()  # its behaviour on the probe inputs
+    outputs: tuple[str, ...] = ()  # its behaviour on the probe inputs, as the tests compare it (grouped by)
     asserts: frozenset[int] = field(default_factory=frozenset)  # generated asserts it passes (CodeT)
+    shown: tuple[str, ...] = ()  # its outputs as printed or returned (what a judge sees); ``outputs`` if empty
+
+    def output(self, index: int) -> str:
+        """What it gave on probe input ``index``, as it gave it."""
+        return (self.shown or self.outputs)[index]
 
 
 def kept_inputs(candidates: list[Candidate]) -> list[int]:
@@ -95,12 +101,16 @@ def select(rule: str, candidates: list[Candidate]) -> tuple[Candidate, dict]:
     else:
         kept = set(inputs)  # alike on these, so the group's members pass the same asserts among them
 
-        def score(g):
+        def dual(g):
             return len(g) * len(g[0].asserts & kept)
+
+        def score(g):  # equal dual scores (all 0 when no assert is kept) go to the larger group: agreement's rule
+            return dual(g), len(g)
     chosen, tie = choose_group(groups, score)
     width = min((len(c.outputs) for c in among), default=0)
     why = {"selector": rule, "inputs": len(inputs), "dropped_inputs": width - len(inputs),
-           "groups": [{"nodes": [c.node for c in g], "size": len(g), "score": score(g)} for g in groups],
+           "groups": [{"nodes": [c.node for c in g], "size": len(g),
+                       "score": len(g) if rule == "agreement" else dual(g)} for g in groups],
            "tie_broken": tie, "among": "public-passing" if any(c.public for c in candidates) else "all"}
     return _pick(chosen), why
 
@@ -119,14 +129,17 @@ def ranked_groups(groups: list[list[Candidate]]) -> list[list[Candidate]]:
     return sorted(groups, key=lambda g: (-len(g), -max(c.value for c in g), min(c.order for c in g)))
 
 
-Judge = Callable[[int, str, str], "str | None"]  # (input index, output shown first, shown second) -> first|second|None
+# (input index, output shown first, shown second) -> "first" | "second" | None (unreadable) | NOT_ASKED
+Judge = Callable[[int, str, str], "str | None"]
+NOT_ASKED = "not asked"  # the judge could not be called (a failed call before, or the token budget spent)
 
 
 def knockout(groups: list[list[Candidate]], inputs: list[int], judge: Judge,
              top: int) -> tuple[list[Candidate], list[dict]]:
     """S*'s pairwise choice over the ``top`` leading groups: the leader meets each challenger on an input that
     separates them, judged in both orders; a judgement counts only when both orders agree, otherwise the
-    comparison abstains and the larger (earlier-ranked) group stays. The winner and every comparison."""
+    comparison abstains and the larger (earlier-ranked) group stays (as it does when the judge cannot be
+    asked). The winner and every comparison."""
     ranked = ranked_groups(groups)[:max(1, top)]
     champion, record = ranked[0], []
     for challenger in ranked[1:]:
@@ -134,9 +147,11 @@ def knockout(groups: list[list[Candidate]], inputs: list[int], judge: Judge,
         index = separating_input(a, b, inputs)
         if index is None:
             continue
-        forward = judge(index, a.outputs[index], b.outputs[index])
-        backward = judge(index, b.outputs[index], a.outputs[index])
-        if forward == "second" and backward == "first":
+        forward = judge(index, a.output(index), b.output(index))
+        backward = judge(index, b.output(index), a.output(index))
+        if NOT_ASKED in (forward, backward):  # no call could be made: no judgement, no abstention
+            verdict = "not judged"
+        elif forward == "second" and backward == "first":
             verdict = "challenger"
         elif forward == "first" and backward == "second":
             verdict = "leader"
@@ -168,17 +183,24 @@ def differential(candidates: list[Candidate], judge: Judge, top: int) -> tuple[C
 
 # --- the graph node ------------------------------------------------------------------------------------
 
-def distinct_programs(nodes: dict[str, NodeRecord]) -> list[NodeRecord]:
-    """The tree's tested programs, each text once (its earliest node)."""
-    seen: dict[str, NodeRecord] = {}
-    for node in sorted(nodes.values(), key=lambda n: n["order"]):
-        if node.get("code") and "execution" in node and node["code"] not in seen:
-            seen[node["code"]] = node
-    return list(seen.values())
+def distinct_programs(state: SearchState) -> list[dict]:
+    """The search's tested programs, each text once at its earliest appearance, numbered in that order
+    (``order``): every node's program and every program a graph lists in ``programs`` (so one a rethink or a
+    refinement later replaced on its node is still there). Each: node id, order, code, execution, value."""
+    nodes = state.get("nodes") or {}
+    found = [((nodes.get(p["node"], {}).get("order", 0), i), p["node"], p)
+             for i, p in enumerate(state.get("programs") or []) if p.get("code") and p.get("execution")]
+    found += [((n["order"], float("inf")), n["id"], n) for n in nodes.values() if n.get("code") and "execution" in n]
+    seen: dict[str, dict] = {}
+    for _, node_id, item in sorted(found, key=lambda f: f[0]):
+        if item["code"] not in seen:
+            seen[item["code"]] = {"id": node_id, "code": item["code"], "execution": item["execution"],
+                                  "value": own_value(item)}
+    return [{**program, "order": k} for k, program in enumerate(seen.values())]
 
 
-def own_value(node: NodeRecord) -> float:
-    """The method's own value of a node (its value, reward or public pass rate)."""
+def own_value(node: NodeRecord | dict) -> float:
+    """The method's own value of a node or a listed program (its value, reward or public pass rate)."""
     for key in ("value", "reward"):
         if isinstance(node.get(key), int | float):
             return float(node[key])
@@ -192,16 +214,25 @@ class ModelHelp:
 
     def __init__(self, context: Context, model: BaseChatModel | None, state: SearchState):
         self.context, self.model = context, model
-        self.error = "the search ended on a model fault" if kit.failed(state) else None
+        self.budget_spent = state.get("model_error") == kit.TOKEN_BUDGET
+        self.error = "the search ended on a model fault" if kit.failed(state) and not self.budget_spent else None
         self.costs: list[dict] = []
         self.spent: dict | None = None  # the ledger's total when a call failed (it holds every earlier call)
 
+    @property
+    def closed(self) -> bool:
+        """True once no more calls may be made (a failed call, or the token budget spent)."""
+        return bool(self.error) or self.budget_spent
+
     def ask(self, call: Callable):
         """``call(llm)``'s reply value, or None when no call may be made or this one failed."""
-        if self.error:
+        if self.closed:
             return None
         try:
             reply = call(kit.chat_model(self.context, self.model))
+        except BudgetSpent as fault:
+            self.budget_spent, self.spent = True, fault.spent
+            return None
         except ModelFault as fault:
             self.error, self.spent = str(fault), fault.spent
             kit.emit("selection_model_error", error=str(fault))
@@ -214,15 +245,17 @@ class ModelHelp:
         return self.spent if self.spent is not None else total_cost(self.costs)
 
 
-def candidates_of(problem: dict, programs: list[NodeRecord], inputs: list[str], expected: list[str | None],
+def candidates_of(problem: dict, programs: list[dict], inputs: list[str], expected: list[str | None],
                   context: Context) -> list[Candidate]:
-    """The programs as candidates, with their behaviour on the inputs (run in the sandbox)."""
+    """The programs (``distinct_programs``) as candidates, with their behaviour on the inputs (run in the
+    sandbox)."""
     candidates = []
-    for node in programs:
-        outputs, asserts = probe(problem, node["code"], inputs, expected=expected, timeout=context.test_timeout,
-                                 backend=context.sandbox)
-        candidates.append(Candidate(node["id"], node["order"], own_value(node), kit.passes_public(node["execution"]),
-                                    outputs, asserts))
+    for program in programs:
+        shown, asserts = probe(problem, program["code"], inputs, expected=expected, timeout=context.test_timeout,
+                               backend=context.sandbox)
+        outputs = tuple(behaviour(o, stdio=problem["kind"] == "stdio") for o in shown)
+        candidates.append(Candidate(program["id"], program["order"], program["value"],
+                                    kit.passes_public(program["execution"]), outputs, asserts, shown))
     return candidates
 
 
@@ -232,7 +265,7 @@ def select_final(state: SearchState, runtime: Runtime[Context], model: BaseChatM
     Only the programs the selector may choose among run on the probe inputs (the public-passing ones, or all
     when none passes); when that is one program the choice is forced and nothing is asked or run."""
     context = kit.settings(runtime, Context)
-    programs = distinct_programs(state.get("nodes") or {})
+    programs = distinct_programs(state)
     if context.selector == "public" or not programs:
         return {}
     problem = state["problem"]
@@ -253,28 +286,33 @@ def select_final(state: SearchState, runtime: Runtime[Context], model: BaseChatM
     candidates = candidates_of(problem, among, inputs, expected, context)
     if context.selector == "differential":
         def judge(index: int, first: str, second: str) -> str | None:
-            return help_.ask(lambda llm: judges.compare_outputs(llm, kit.prompt(context, "judge"), problem,
-                                                                given=inputs[index], first=first, second=second))
+            if help_.closed:
+                return NOT_ASKED
+            answer = help_.ask(lambda llm: judges.compare_outputs(llm, kit.prompt(context, "judge"), problem,
+                                                                  given=inputs[index], first=first, second=second))
+            return NOT_ASKED if help_.closed else answer
 
         chosen, why = differential(candidates, judge, context.selector_groups)
     else:
         chosen, why = select(context.selector, candidates)
-    chosen_node, own_code = state["nodes"][chosen.node], state.get("final_code") or ""
-    changed = chosen_node["code"] != own_code  # by text: a method may return its program from another node
+    chosen_program, own_code = programs[chosen.order], state.get("final_code") or ""
+    changed = chosen_program["code"] != own_code  # by text: a method may return its program from another node
     runs = len(among) if inputs else 0
     # the method's own choice stays in the result, so a harness can tell whether the selector fixed or broke it
     why.update(forced=forced, changed=changed, own_node=state.get("final_node"), own_code=own_code,
                tester_inputs=len(written),
                mutated_inputs=len(inputs) - len(written), programs=len(programs), probe_runs=runs,
                probe_inputs=inputs)
-    if help_.error:
+    if help_.error and not forced:
         why["model_error"] = help_.error
+    if help_.budget_spent and not forced:
+        why["token_budget"] = True  # the Tester or the judge was not asked: the budget was spent
     kit.emit("selected_final", node=chosen.node, selector=context.selector, changed=changed)
     cost = help_.cost()
     update: dict = {"cost": {**cost, "sandbox_runs": cost.get("sandbox_runs", 0) + runs}, "selection": why}
     if changed:
-        update.update(final_node=chosen.node, final_code=chosen_node["code"],
-                      public_pass_rate=kit.public_pass_rate(chosen_node["execution"]))
+        update.update(final_node=chosen.node, final_code=chosen_program["code"],
+                      public_pass_rate=kit.public_pass_rate(chosen_program["execution"]))
     return update
 
 

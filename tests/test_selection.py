@@ -34,8 +34,27 @@ def test_mutations_keep_each_type():
     for variant in mutate_call("f(3, [1, 2])", "f"):
         assert valid_call(variant, "f") == variant  # each one a call of the entry point
     assert "f(3, [])" in mutate_call("f(3, [1, 2])", "f") and "f(-3, [1, 2])" in mutate_call("f(3, [1, 2])", "f")
-    assert mutate_stdin("3\n1 5") == ["4\n1 5", "2\n1 5", "0\n1 5", "-3\n1 5", "3\n2 5", "3\n0 5", "3\n0 5",
-                                      "3\n-1 5", "3\n1 6", "3\n1 4", "3\n1 0", "3\n1 -5", "3\n5 1"]
+    assert mutate_stdin("3\n1 5") == ["4\n1 5", "2\n1 5", "0\n1 5", "-3\n1 5", "3\n2 5", "3\n0 5", "3\n-1 5",
+                                      "3\n1 6", "3\n1 4", "3\n1 0", "3\n1 -5", "3\n5 1"]
+    # a word is edited as a string is; a line of numbers is sorted by value
+    assert mutate_stdin("ab\n") == ["\n", "a\n", "abb\n", "abab\n", "ba\n"]
+    assert "3 9 10" in mutate_stdin("3 10 9") and "10 3 9" not in mutate_stdin("3 10 9")
+    assert "9 10 ab" in mutate_stdin("ab 10 9") and "a 10 9" in mutate_stdin("ab 10 9")
+
+
+def test_outputs_the_tests_cannot_tell_apart_are_one_behaviour():
+    from codeforest.tools.probes import behaviour
+
+    for alike in (["3", "3.0"], ["{1: 'a', 2: 'b'}", "{2: 'b', 1: 'a'}"], ["0.30000000000000004", "0.3"],
+                  ["{1, 2}", "{2, 1}"]):
+        assert behaviour(alike[0]) == behaviour(alike[1]), alike
+    for apart in (["3", "'3'"], ["[1]", "(1,)"], ["True", "1"], ["0.3", "0.31"], ["<raised E>", "'<raised E>'"]):
+        assert behaviour(apart[0]) != behaviour(apart[1]), apart
+    assert behaviour("<object at 0x1>") == "<object at 0x1>"  # no literal: its text
+    for alike in (["1 2 3", "1\n2\n3"], ["0.5", "0.500000"], ["1  2", "1 2"], ["3", "3.0"], ["007", "7"]):
+        assert behaviour(alike[0], stdio=True) == behaviour(alike[1], stdio=True), alike
+    for apart in (["1 2", "12"], ["0.5", "0.51"], ["yes", "Yes"], ["123456789", "123456788"]):
+        assert behaviour(apart[0], stdio=True) != behaviour(apart[1], stdio=True), apart
 
 
 def test_mutated_inputs_are_deterministic_from_the_seed_and_never_a_public_input():
@@ -129,6 +148,33 @@ def test_codet_weighs_groups_by_the_generated_asserts_they_pass():
     assert select("agreement", candidates)[0].node == "n1"
 
 
+def test_codet_without_a_kept_assert_falls_back_to_the_largest_group():
+    """No assert written (an unreadable Tester reply, a spent budget) scores every group 0: group size decides,
+    as agreement's does, not the method's value alone."""
+    candidates = [cand(f"n{i}", "a", value=0.5) for i in range(1, 6)] + [cand("n9", "b", value=0.9)]
+    chosen, why = select("codet", candidates)
+    assert chosen.node == "n1" and [g["score"] for g in why["groups"]] == [0, 0] and not why["tie_broken"]
+    tied = [cand("n1", "a", asserts={0}), cand("n2", "b", asserts={0}), cand("n3", "b", asserts={0})]
+    assert select("codet", tied)[0].node == "n2"  # equal weight per member: the larger group's score is higher
+    equal = [cand("n1", "aa", asserts={0, 1}), cand("n2", "bb", asserts={0}), cand("n3", "bb", asserts={0})]
+    chosen, why = select("codet", equal)  # 1 x 2 against 2 x 1: equal dual scores, the larger group
+    assert chosen.node == "n2" and [g["score"] for g in why["groups"]] == [2, 2] and not why["tie_broken"]
+
+
+def test_distinct_programs_keep_a_program_its_node_no_longer_holds():
+    from codeforest.graphs.selection import distinct_programs
+
+    run = {"total": 2, "passed": 2, "pass_rate": 1.0}
+    nodes = {"n1": {"id": "n1", "order": 1, "code": "new", "execution": run, "reward": 0.2},
+             "n2": {"id": "n2", "order": 2, "code": "two", "execution": run, "reward": 0.5}}
+    programs = [{"node": "n1", "code": "old", "execution": run, "reward": 0.9},
+                {"node": "n2", "code": "two", "execution": run, "reward": 0.5},
+                {"node": "n1", "code": "new", "execution": run, "reward": 0.2}]
+    found = distinct_programs({"nodes": nodes, "programs": programs})
+    assert [(p["id"], p["code"], p["value"], p["order"]) for p in found] == [
+        ("n1", "old", 0.9, 0), ("n1", "new", 0.2, 1), ("n2", "two", 0.5, 2)]
+
+
 def test_codet_counts_only_asserts_on_the_inputs_kept_for_grouping():
     raising = "<raised ValueError>"  # input 1 is dropped: most candidates raise on it
     candidates = [cand("n1", ("1", raising), asserts={0}), cand("n2", ("2", raising), asserts={0}),
@@ -166,6 +212,26 @@ def test_differential_takes_the_challenger_only_when_both_orders_agree():
     assert chosen.node == "n1" and why["abstained"] == 2 and why["abstention_rate"] == 1.0
     chosen, why = differential(candidates, fair, top=2)  # only the two largest groups meet
     assert chosen.node == "n3" and len(why["comparisons"]) == 1
+
+
+def test_a_judge_that_cannot_be_asked_is_no_abstention():
+    from codeforest.graphs.selection import NOT_ASKED, differential
+
+    candidates = _judged({"n1": ("5",), "n2": ("5",), "n3": ("6",)})
+    chosen, why = differential(candidates, lambda *_: NOT_ASKED, top=3)
+    assert chosen.node == "n1" and [c["verdict"] for c in why["comparisons"]] == ["not judged"]
+    assert why["abstained"] == 0 and why["abstention_rate"] == 0.0
+
+
+def test_the_judge_sees_the_outputs_as_given_and_groups_follow_the_tests():
+    from codeforest.graphs.selection import differential
+
+    shown = {"n1": ("3",), "n2": ("3.0",), "n3": ("4",)}
+    candidates = [Candidate(node, i, 0.0, True, ("3",) if node != "n3" else ("4",), shown=out)
+                  for i, (node, out) in enumerate(shown.items())]
+    seen = []
+    chosen, why = differential(candidates, lambda i, a, b: seen.append((a, b)) or "first", top=3)
+    assert [g["nodes"] for g in why["groups"]] == [["n1", "n2"], ["n3"]] and seen == [("3", "4"), ("4", "3")]
 
 
 def test_differential_with_one_group_asks_nothing():

@@ -86,7 +86,7 @@ def test_a_spent_budget_skips_the_tester_and_the_mutations_still_decide():
     model, prompts = script([SQUARE, DOUBLE, SUM], tester="f(5)")
     out = run(model, selector="agreement", min_candidates=3, token_budget=45)  # 3 calls of 15 tokens
     why = out["selection"]
-    assert len(prompts) == 3 and why["tester_inputs"] == 0 and "token budget" in why["model_error"]
+    assert len(prompts) == 3 and why["tester_inputs"] == 0 and why["token_budget"] and "model_error" not in why
     assert out["final_node"] == "n2" and why["changed"] and out["cost"]["llm_calls"] == 3
 
 

@@ -179,11 +179,13 @@ def codetree_script(scores):
 def test_codetree_with_the_verifier_as_its_critic():
     # n1 fails: mean step score 0.5 -> critic score round(2.5) = 2 (banker's rounding), value 0 + 2/15; its
     # reflection n2 passes and the Verifier flags nothing (0.9, 0.7 >= 0.5): accepted
-    respond = codetree_script(['{"1-Thought": 0.5}', '{"1-Thought": 0.9, "2-Thought": 0.7}'])
+    respond, seen = codetree_script(['{"1-Thought": 0.5}', '{"1-Thought": 0.9, "2-Thought": 0.7}']), []
     context = codetree.CodeTreeContext(structured_output=False, codetree_evaluator="verifier")
-    out = codetree.build_graph(model=RespondingChatModel(respond=respond)).invoke({"problem": PROBLEM},
-                                                                                  context=context)
+    out = codetree.build_graph(model=RespondingChatModel(respond=lambda m: seen.append(m) or respond(m))).invoke(
+        {"problem": PROBLEM}, context=context)
     nodes = out["nodes"]
+    verified = [str(m[-1].content) for m in seen if "judge the correctness" in str(m[-1].content)]
+    assert "## Failed test 1:" in verified[0] and "Tests failed:" not in verified[0]  # CodePRM's feedback format
     assert nodes["n1"]["critic_score"] == 2 and nodes["n1"]["value"] == pytest.approx(2 / 15)
     assert nodes["n2"]["critic_verdict"] is True and out["stop_reason"] == "accepted"
 
@@ -234,6 +236,8 @@ def test_rethink_mcts_with_verifier_evaluation_and_localisation():
     nodes = out["nodes"]
     refines = [p for p in prompts if "Revise and enhance the" in p]
     assert len(refines) == 2 and "Revise and enhance the 1-Thought" in refines[1]
+    located = [p for p in prompts if "judge the correctness of each thought" in p][:2]  # the failing programs
+    assert all("## Failed test 1:" in p for p in located)  # CodePRM's feedback format, not the verbal analysis
     assert "\n1-Thought: Still wrong.\n2-Thought: Use B." in refines[1]
     assert nodes["n1"]["text"] == "Add exactly one." and nodes["n1"]["replaced_thought"] == "Still wrong."
     assert nodes["n2"]["rethinks"] == 1 and nodes["n2"]["text"] == "Use B."

@@ -10,6 +10,7 @@ repr (or the printed output), the exception's type, or a time-out. Everything bu
 from __future__ import annotations
 
 import ast
+import math
 import random
 import re
 
@@ -101,22 +102,29 @@ def mutate_call(call: str, entry_point: str) -> list[str]:
 
 
 def mutate_stdin(text: str) -> list[str]:
-    """Inputs with one number token nudged, zeroed or sign-flipped, or one line's tokens reversed or sorted."""
+    """Inputs with one token changed as ``mutate_value`` changes its type (a number nudged, zeroed or
+    sign-flipped; a word emptied, shortened, extended, duplicated, reversed or sorted), or one line's tokens
+    reversed or sorted (numerically when they are all numbers)."""
     lines = text.split("\n")
     mutated = []
+
+    def with_line(li: int, tokens: list[str]) -> str:
+        return "\n".join(lines[:li] + [" ".join(t for t in tokens if t)] + lines[li + 1:])
+
     for li, line in enumerate(lines):
         tokens = line.split()
         for ti, token in enumerate(tokens):
-            if _NUMBER.match(token):
-                number = float(token) if "." in token else int(token)
-                for variant in mutate_value(number):
-                    edited = tokens[:ti] + [str(variant)] + tokens[ti + 1:]
-                    mutated.append("\n".join(lines[:li] + [" ".join(edited)] + lines[li + 1:]))
+            value = (float(token) if "." in token else int(token)) if _NUMBER.match(token) else token
+            for variant in mutate_value(value):
+                if str(variant) != token:
+                    mutated.append(with_line(li, tokens[:ti] + [str(variant)] + tokens[ti + 1:]))
         if len(tokens) > 1:
-            for edited in (tokens[::-1], sorted(tokens)):
+            numeric = all(_NUMBER.match(t) for t in tokens)
+            ordered = sorted(tokens, key=float) if numeric else sorted(tokens)
+            for edited in (tokens[::-1], ordered):
                 if edited != tokens:
-                    mutated.append("\n".join(lines[:li] + [" ".join(edited)] + lines[li + 1:]))
-    return mutated
+                    mutated.append(with_line(li, edited))
+    return list(dict.fromkeys(mutated))
 
 
 def mutated_inputs(problem: Problem, seed: int, limit: int) -> list[str]:
@@ -146,8 +154,47 @@ def probe_suite(problem: Problem, inputs: list[str], expected: list[str | None] 
 
 
 def printed(text: str) -> str:
-    """Printed output as ``outputs_match`` sees it: no trailing spaces on a line, no blank lines around it."""
+    """Printed output as shown: no trailing spaces on a line, no blank lines around it."""
     return "\n".join(line.rstrip() for line in text.strip().splitlines())
+
+
+def behaviour(output: str, *, stdio: bool = False) -> str:
+    """An output as the tests compare it, so programs that the tests cannot tell apart group together: printed
+    output as its whitespace-separated tokens, numbers by value (``outputs_match``: ``0.5`` = ``0.500000``,
+    ``3`` = ``3.0``, floats to 6 significant digits); a returned value by ``==`` (``3`` = ``3.0``, a dict in
+    any order, floats to 12 significant digits). A raise or a time-out stays as it is."""
+    if output == TIMEOUT or output.startswith("<raised "):
+        return output
+    if stdio:
+        return " ".join(_token(t) for t in output.split())
+    try:
+        return repr(_canonical(ast.literal_eval(output)))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return output  # not a literal (an object's repr, or cut short): its text
+
+
+def _token(token: str) -> str:
+    if re.fullmatch(r"[+-]?\d+", token):
+        return str(int(token))
+    try:
+        number = float(token)
+    except ValueError:
+        return token
+    return format(number + 0.0, ".6g") if math.isfinite(number) else token
+
+
+def _canonical(value: object) -> object:
+    if isinstance(value, bool) or value is None or isinstance(value, str | bytes):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return int(value) if value.is_integer() else float(format(value, ".12g"))
+    if isinstance(value, list | tuple):
+        return type(value)(_canonical(v) for v in value)
+    if isinstance(value, dict):
+        return ("dict", sorted((repr(_canonical(k)), repr(_canonical(v))) for k, v in value.items()))
+    if isinstance(value, set | frozenset):
+        return ("set", sorted(repr(_canonical(v)) for v in value))
+    return value
 
 
 def output_vector(result: ExecutionResult, count: int, *, stdio: bool = False) -> tuple[str, ...]:
