@@ -215,9 +215,14 @@ def fails_public(execution: Execution | None) -> bool:
 
 
 def enough_passing(nodes: dict[str, NodeRecord], context: Context) -> bool:
-    """The tree holds ``min_candidates`` distinct programs passing every public test (a search may stop)."""
-    passing = {n["code"] for n in nodes.values() if n.get("code") and passes_public(n.get("execution"))}
-    return len(passing) >= context.min_candidates
+    """The tree holds ``min_candidates`` distinct programs passing every public test (a search may stop); on a
+    problem without public tests, where none can pass, that many distinct programs (each unverified)."""
+    tested = [n for n in nodes.values() if n.get("code") and n.get("execution")]
+    if tested and not any(n["execution"].get("total") for n in tested):
+        found = {n["code"] for n in tested}
+    else:
+        found = {n["code"] for n in tested if passes_public(n["execution"])}
+    return len(found) >= context.min_candidates
 
 
 def wants_more(nodes: dict[str, NodeRecord], context: Context) -> bool:

@@ -104,6 +104,9 @@ class RethinkContext(VerifierContext):
         if self.rethink_locate == "verifier" and self.rethink_feedback_layout == "released":
             raise ValueError("rethink_feedback_layout='released' writes problem, thoughts and code into the feedback, "
                              "and rethink_locate='verifier' shows them again: use the paper layout with the Verifier")
+        if self.rethink_locate == "verifier" and self.rethink_concurrency > 1:
+            raise ValueError("rethink_locate='verifier' may rewrite a thought that sibling rollouts share, and "
+                             "rollouts running at once would rewrite it over each other: use rethink_concurrency=1")
         return self
 
     def slots_needed(self) -> int:

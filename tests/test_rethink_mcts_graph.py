@@ -200,6 +200,8 @@ def test_released_no_verbal_rethink_and_the_layout_refused_with_the_verifier_loc
     assert prompt.endswith("doesn't pass some test cases.\n") and "assert inc" not in prompt
     with pytest.raises(ValueError, match="use the paper layout with the Verifier"):
         RethinkContext(rethink_locate="verifier", rethink_feedback_layout="released")
+    with pytest.raises(ValueError, match="use rethink_concurrency=1"):  # siblings would rewrite a shared thought
+        RethinkContext(rethink_locate="verifier", rethink_concurrency=3)
 
 
 def test_released_feedback_layout_reaches_the_expansion_and_the_rethink():

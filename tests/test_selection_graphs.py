@@ -177,6 +177,12 @@ def test_min_candidates_keeps_a_search_going_past_its_first_passing_program(grap
     passing = {n["code"] for n in out["nodes"].values() if n.get("code") and n["execution"]["passed"] == 2}
     assert len(written) == wanted == len(passing) and out["stop_reason"] in ("accepted", "solved")
     assert out["final_code"] == first["final_code"]  # the selector (public here) is what changes the choice
+    # without public tests nothing can pass: the search stops at that many distinct (unverified) programs,
+    # not at the end of its budget
+    model, written = scripted()
+    roomy = {"rpm_mcts": {"rpm_rollouts": 4}}.get(graph, {})  # a budget the search does not need
+    bare = run_graph(graph, {**INC, "public_tests": []}, model=model, min_candidates=wanted, **roomy)
+    assert len(written) == wanted and bare["stop_reason"] == "unverified" and bare["public_pass_rate"] is None
 
 
 def test_differential_asks_the_judge_both_ways_and_counts_its_calls():

@@ -33,6 +33,10 @@ def test_prm_input_is_codeprms_exact_string():
     text = prm_input("Q", ["t1", "2-Thought: t2"], "code", "fb")
     assert text == f"Q \n1-Thought: t1\n2-Thought: t2\n \ncode \nfb \n1-Thought: t1 {STEP_TAG}2-Thought: t2 {STEP_TAG}"
     assert prm_input("Q", ["t1"]) == f"Q \n1-Thought: t1 {STEP_TAG}"  # the math-style input
+    # blank lines in the feedback (a program's output), the code or a thought never make another step tag
+    blank = "\n" * 7
+    text = prm_input(f"Q{blank}end", [f"t1{blank}more", "t2"], f"x = 1{blank}y = 2", f"out:{blank}")
+    assert text.count(STEP_TAG) == 2 and text.endswith(f"2-Thought: t2 {STEP_TAG}") and "t1\n\n\nmore" in text
 
 
 def test_prm_feedback_format():

@@ -10,7 +10,9 @@ The HTTP request shape (POST, JSON)::
      "step_tag": "\\n\\n\\n\\n\\n", "input": str}
 
 ``input`` is CodePRM's exact PRM input string (``prm_input``): a served CodePRM model can tokenize it
-and read its value head at each step tag. The answer is ``{"scores": [float, ...]}``, one per thought.
+and read its value head at each step tag, which stands there once per thought (longer runs of blank lines in
+the problem, a thought, the code or the feedback are cut to three newlines). The answer is
+``{"scores": [float, ...]}``, one per thought.
 """
 
 from __future__ import annotations
@@ -26,6 +28,13 @@ from codeforest.tools.stopwatch import MODEL, timed
 
 STEP_TAG = "\n\n\n\n\n"  # CodePRM's step separator: the PRM's score is read at each
 _LABEL = re.compile(r"^(\d+\s*-\s*)?thought\s*:\s*", re.IGNORECASE)  # a label the thought already carries
+_BLANK_RUN = re.compile(r"\n{4,}")  # a run of newlines that could hold a step tag
+
+
+def untagged(text: str) -> str:
+    """``text`` with every run of four or more newlines cut to three, so that a step tag stands only where a
+    step ends (a program's output of blank lines would otherwise add a score, and shift the labels)."""
+    return _BLANK_RUN.sub("\n\n\n", text)
 
 
 @runtime_checkable
@@ -44,7 +53,7 @@ class PRMError(RuntimeError):
 def prm_steps(thoughts: list[str]) -> tuple[str, str]:
     """The chain as CodePRM's training data holds it: each thought numbered ``i-Thought: ...`` (the released
     collector's and search's label), once plain before the code and once each followed by the step tag."""
-    steps = [f"{i}-Thought: {_LABEL.sub('', t.strip())}" for i, t in enumerate(thoughts, 1)]
+    steps = [f"{i}-Thought: {untagged(_LABEL.sub('', t.strip()))}" for i, t in enumerate(thoughts, 1)]
     return "".join(f"{s}\n" for s in steps), "".join(f"{s} {STEP_TAG}" for s in steps)
 
 
@@ -55,8 +64,8 @@ def prm_input(problem: str, thoughts: list[str], code: str | None = None, feedba
     """
     before, process = prm_steps(thoughts)
     if code is None:
-        return f"{problem} \n{process}"
-    return f"{problem} \n{before} \n{code} \n{feedback or ''} \n{process}"
+        return f"{untagged(problem)} \n{process}"
+    return f"{untagged(problem)} \n{before} \n{untagged(code)} \n{untagged(feedback or '')} \n{process}"
 
 
 class HTTPScorer:
