@@ -463,10 +463,11 @@ def _model_fault(state: dict, error: NodeError, goto: str) -> Command:
     fault = error.error
     if not isinstance(fault, ModelFault):
         raise fault
-    mark = TOKEN_BUDGET if isinstance(fault, BudgetSpent) else str(fault)
     if isinstance(fault, BudgetSpent):
+        mark = TOKEN_BUDGET
         emit("token_budget", node=error.node)
     else:
+        mark = str(fault)
         emit("model_error", node=error.node, error=mark)
     update = {**fault.kept, "model_error": mark, "cost": add_cost(fault.spent, fault.kept.get("cost"))}
     return Command(update=update, goto=goto)

@@ -32,7 +32,7 @@ from codeforest.agents.base import BudgetSpent, ModelFault
 from codeforest.context import Context
 from codeforest.graphs import kit
 from codeforest.graphs.state import NodeRecord, SearchState, total_cost
-from codeforest.tools.probes import TIMEOUT, behaviour, mutated_inputs, probe, rejected
+from codeforest.tools.probes import behaviour, mutated_inputs, no_answer, probe, rejected
 
 
 @dataclass(frozen=True)
@@ -119,8 +119,7 @@ def separating_input(a: Candidate, b: Candidate, inputs: list[int]) -> int | Non
     """The first kept input on which two candidates behave differently, one where neither raises or times out
     if there is such an input."""
     differ = [i for i in inputs if a.outputs[i] != b.outputs[i]]
-    clean = [i for i in differ if not any(o == TIMEOUT or o.startswith("<raised ")
-                                          for o in (a.outputs[i], b.outputs[i]))]
+    clean = [i for i in differ if not (no_answer(a.outputs[i]) or no_answer(b.outputs[i]))]
     return (clean or differ or [None])[0]
 
 

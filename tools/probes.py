@@ -3,8 +3,9 @@
 Two sources of inputs: type-aware mutations of the public tests' inputs (EvalPlus's idea: numbers nudged,
 zeroed and sign-flipped; lists and strings emptied, shortened, extended, duplicated, sorted, reversed; the
 same on stdin tokens), deterministic from a seed; and calls a model wrote, kept only when they parse and
-call the entry point. A program's behaviour on the inputs (``probe``) is its output vector: for each input, the value's
-repr (or the printed output), the exception's type, or a time-out. Everything but ``probe`` is pure.
+call the entry point. A program's output vector on the inputs (``probe``) holds, for each input, the value's
+repr (or the printed output), the exception's type, or a time-out; ``behaviour`` turns an output into what the
+tests compare. Everything but ``probe`` is pure.
 """
 
 from __future__ import annotations
@@ -158,12 +159,17 @@ def printed(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.strip().splitlines())
 
 
+def no_answer(output: str) -> bool:
+    """True for an output that is a raise or a time-out rather than an answer."""
+    return output == TIMEOUT or output.startswith("<raised ")
+
+
 def behaviour(output: str, *, stdio: bool = False) -> str:
     """An output as the tests compare it, so programs that the tests cannot tell apart group together: printed
     output as its whitespace-separated tokens, numbers by value (``outputs_match``: ``0.5`` = ``0.500000``,
     ``3`` = ``3.0``, floats to 6 significant digits); a returned value by ``==`` (``3`` = ``3.0``, a dict in
     any order, floats to 12 significant digits). A raise or a time-out stays as it is."""
-    if output == TIMEOUT or output.startswith("<raised "):
+    if no_answer(output):
         return output
     if stdio:
         return " ".join(_token(t) for t in output.split())
@@ -231,5 +237,5 @@ def probe(problem: Problem, code: str, inputs: list[str], *, expected: list[str 
 
 def rejected(outputs: list[str]) -> bool:
     """An input that most candidates raise or time out on: probably outside the problem's preconditions."""
-    failed = sum(1 for o in outputs if o == TIMEOUT or o.startswith("<raised "))
+    failed = sum(1 for o in outputs if no_answer(o))
     return failed * 2 > len(outputs)
