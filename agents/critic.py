@@ -152,13 +152,16 @@ def locate_error(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: l
                  first_rolled: int) -> Reply[int]:
     """RPM-MCTS's error-step locator: the 1-based number of the first wrong step and the points to note.
 
+    The number is read from ``<step_n>3</step_n>`` or, as the 1.5B model writes it, ``<step_3>x</step_3>``.
     Unreadable or out of range: ``first_rolled``, the first step of the roll-out (the released code's fallback).
     """
     raw, cost = call_model_text(model, prompt.render("locate", problem=problem, steps="\n".join(steps), code=code,
                                                      debug=debug))
     number = _tagged_number(raw, "step_n")
+    if number is None and (named := re.search(r"<step_(\d+)>", raw, re.I)):
+        number = float(named.group(1))
     readable = number is not None and 1 <= int(number) <= len(steps)
-    analysis = re.sub(r"<step_n>.*?(</step_n>|\Z)", "", raw, flags=re.S | re.I).strip()
+    analysis = re.sub(r"<(step_n|step_\d+)>.*?(</\1>|\Z)", "", raw, flags=re.S | re.I).strip()
     return Reply(int(number) if readable else first_rolled, raw, cost, parsed=readable, analysis=analysis)
 
 

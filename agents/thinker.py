@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import NamedTuple
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
@@ -232,14 +233,22 @@ def next_step(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list
     return Reply(body, raw, cost, parsed=bool(body))
 
 
+class RollOut(NamedTuple):
+    """A roll-out's steps: those past the path (grafted into the tree) and the whole solution as written."""
+
+    rolled: list[str]
+    written: list[str]  # what the code writer implements (the released code gives it the roller's whole reply)
+
+
 def full_steps(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list[str],
-               wrong: str | None = None) -> Reply[list[str]]:
+               wrong: str | None = None) -> Reply[RollOut]:
     """RPM-MCTS's roll-out: the path's steps continued to a complete solution (the path kept as it is); with
     ``wrong`` (a failed program and its reflection), the released code's re-roll-out.
 
-    The reply's steps numbered past the path's own (a reply may repeat the path, part of it, or none of it); a
-    reply numbered without regard to the path keeps the steps after as many as the path has. None readable is a
-    parse failure (the path alone is returned).
+    ``rolled``: the reply's steps numbered past the path's own (a reply may repeat the path, part of it, or none of
+    it); a reply numbered without regard to the path keeps the steps after as many as the path has. ``written``: a
+    reply starting at Step 1 as it stands (it may have reworded the path), else the path and the rolled steps.
+    None readable is a parse failure (the path alone).
     """
     if wrong is None:
         user = prompt.render("full_steps", problem=problem, steps="\n".join(steps) or "(none)")
@@ -251,7 +260,10 @@ def full_steps(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: lis
     rolled = [body for number, body in written if number > len(steps)]
     if not rolled:  # e.g. the path repeated with numbers from 1 and then continued from 1 again
         rolled = [body for _, body in written[len(steps):]]
-    return Reply(rolled, raw, cost, parsed=bool(written))
+    whole = [body for _, body in written] if written and written[0][0] == 1 else None
+    shown = [f"Step {i}: {body}" for i, body in enumerate(whole, 1)] if whole else \
+        steps + [f"Step {len(steps) + i}: {body}" for i, body in enumerate(rolled, 1)]
+    return Reply(RollOut(rolled, shown), raw, cost, parsed=bool(written))
 
 
 def edit_step(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list[str], wrong: str) -> Reply[str | None]:

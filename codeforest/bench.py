@@ -244,7 +244,7 @@ class Bench:
                   "budget": graph_budget(graph, context), "settings": result_settings(context),
                   "final_code": "", "stop_reason": None,
                   "public_pass_rate": 0.0, "private_passed": False, "private_pass_rate": 0.0,
-                  "private_tests": len(task.private_tests) if task.private_tests else 0, "error": None,
+                  "private_tests": len(task.private_asserts or task.private_tests or ()), "error": None,
                   "isolation": isolation(context.sandbox)}
         started = time.monotonic()
         with stopwatch.timing() as clock:

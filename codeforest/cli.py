@@ -78,8 +78,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="run the graphs on a LangGraph Server (e.g. http://127.0.0.1:2024): one thread per run, "
                             "only the public problem is sent; private tests are scored here")
     bench.add_argument("--token-budget", metavar="N[,N...]",
-                       help="run every graph at each token budget (e.g. 2000,8000,32k), largest first; with --cache "
-                            "the smaller budgets replay the larger runs' calls")
+                       help="run every graph at each token budget (e.g. 2000,8000,32k), largest first; the budgets "
+                            "share <out>/responses.sqlite (with or without --cache), so the smaller ones replay the "
+                            "larger runs' calls")
     _add_context_args(bench)
     bench.set_defaults(func=cmd_bench)
 
@@ -151,12 +152,12 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--limit", type=_positive_int, help="write the steps of at most N more problems")
     build.add_argument("--cache", nargs="?", const="", metavar="PATH",
                        help="cache model responses in an SQLite file (default: <out>/responses.sqlite)")
-    _add_context_args(build)
+    _add_context_args(build, search=False)
     build.set_defaults(func=cmd_kb_build)
     retopic = kb_sub.add_parser("retopic", help="reclassify a steps file's topics with RPM-MCTS's own topic call "
                                                  "(model calls, resumable); then `kb build --from-steps FILE`")
     retopic.add_argument("--steps", required=True, help="the steps JSONL to rewrite")
-    _add_context_args(retopic)
+    _add_context_args(retopic, search=False, data=False)
     retopic.set_defaults(func=cmd_kb_retopic)
     query = kb_sub.add_parser("query", help="the stored step prefixes nearest to a text")
     query.add_argument("text", help="a problem, optionally followed by steps")
@@ -214,7 +215,8 @@ def _positive_ints(text: str) -> list[int]:
     return sorted({_positive_int(part.strip()) for part in text.split(",") if part.strip()})
 
 
-def _add_context_args(p: argparse.ArgumentParser) -> None:
+def _add_context_args(p: argparse.ArgumentParser, *, search: bool = True, data: bool = True) -> None:
+    """The model and prompt flags; ``search``: also the sandbox's and the selector's; ``data``: --data-dir."""
     p.add_argument("--model", help="local (embedded 1.5B, default), small (embedded 0.5B), a .gguf path, "
                                    "or a model name at --base-url")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1")
@@ -223,14 +225,17 @@ def _add_context_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-tokens", type=int)
     p.add_argument("--request-timeout", type=float, help="seconds to wait for one model call (default 600)")
     p.add_argument("--retries", type=int, help="retries of a failed model call, with backoff (default 2)")
-    p.add_argument("--sandbox", choices=["local", "e2b"])
-    p.add_argument("--timeout", dest="test_timeout", type=float, help="seconds per public test")
     p.add_argument("--prompts-dir", help="folder of prompt YAML files overriding the packaged ones")
-    p.add_argument("--selector", choices=["public", "agreement", "codet", "differential"],
-                   help="how the final program is chosen among the search's programs (default: public, the paper's)")
-    p.add_argument("--min-candidates", type=_positive_int,
-                   help="public-passing programs to collect before a search stops (default 1)")
-    p.add_argument("--data-dir", help="benchmark folder (default: $CODEFOREST_DATA or ../shared/data)")
+    if search:
+        p.add_argument("--sandbox", choices=["local", "e2b"])
+        p.add_argument("--timeout", dest="test_timeout", type=float, help="seconds per public test")
+        p.add_argument("--selector", choices=["public", "agreement", "codet", "differential"],
+                       help="how the final program is chosen among the search's programs (default: public, the "
+                            "paper's)")
+        p.add_argument("--min-candidates", type=_positive_int,
+                       help="public-passing programs to collect before a search stops (default 1)")
+    if data:
+        p.add_argument("--data-dir", help="benchmark folder (default: $CODEFOREST_DATA or ../shared/data)")
 
 
 def context_from_args(args: argparse.Namespace) -> Context:

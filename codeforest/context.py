@@ -78,13 +78,13 @@ class Context(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _environment(cls, data: Any) -> Any:
-        """Fill fields left at their default from ``CODEFOREST_<FIELD>``, validated and named on error."""
+        """Fill fields not given from ``CODEFOREST_<FIELD>``, validated and named on error (a given value wins)."""
         if not isinstance(data, dict):
             return data
         data = dict(data)
         for name, info in cls.model_fields.items():
             raw = os.environ.get(ENV_PREFIX + name.upper())
-            if raw is None or (name in data and data[name] != info.default):
+            if raw is None or name in data:
                 continue
             adapter = TypeAdapter(info.rebuild_annotation())
             try:
@@ -104,7 +104,7 @@ class Context(BaseModel):
         if type(other) is cls and not overrides:
             return other
         if isinstance(other, BaseModel):
-            values = other.model_dump()
+            values = other.model_dump()  # the environment filled its unset fields when it was built
         elif dataclasses.is_dataclass(other) and not isinstance(other, type):
             values = dataclasses.asdict(other)
         elif isinstance(other, dict):

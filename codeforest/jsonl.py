@@ -14,6 +14,7 @@ def append_record(path: str | os.PathLike, record: dict) -> None:
 
 def append_records(path: str | os.PathLike, records: list[dict]) -> None:
     """Append JSON lines in one write, flushed and synced (a kill keeps all of them or cuts the last short)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     with open(Path(path), "a+b") as f:
         if f.tell() > 0:
             f.seek(-1, os.SEEK_END)

@@ -128,8 +128,9 @@ def open_knowledge(path: str | os.PathLike | None = None) -> KnowledgeBase:
                 records = [r for r in read_steps(PACKAGED_STEPS) if r["steps"]]
                 if not records and not (target / MANIFEST).is_file():
                     raise KnowledgeError("RPM-MCTS needs a knowledge base and none was found: build one with "
-                                         "`codeforest kb build --from DATASET --out DIR` and set kb_path, or run the "
-                                         "w/o-KB ablation with rpm_kb=false")
+                                         "`codeforest kb build --from DATASET --out DIR` and set kb_path "
+                                         "(CODEFOREST_KB_PATH=DIR), or run the w/o-KB ablation with rpm_kb=false "
+                                         "(CODEFOREST_RPM_KB=false)")
                 KnowledgeBase(target, create=True).add(records)
             _opened[str(target)] = KnowledgeBase(target)
         return _opened[str(target)]

@@ -34,8 +34,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         from langgraph_api.cli import run_server
     except ImportError as exc:
+        from codeforest.tools import install_hint
+
         raise SystemExit("codeforest.pg_server needs the server-pg extra in its own environment: "
-                         "pip install 'codeforest[server-pg]'") from exc
+                         f"{install_hint('server-pg')}") from exc
     run_server(host=args.host, port=args.port, graphs=registered_graphs(), n_jobs_per_worker=args.jobs,
                runtime_edition="pg", __redis_uri__=args.redis_uri, __database_uri__=args.database_uri,
                __migrations_path__="", server_level=args.log_level)

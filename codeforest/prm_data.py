@@ -32,7 +32,8 @@ from codeforest.scoring import score_private
 from codeforest.tools.prm import prm_input, prm_steps
 
 log = logging.getLogger("codeforest.prm_data")
-FORMAT = "codeforest-prm/2"  # 2: thoughts numbered "i-Thought: ..." in `process` and `input`
+FORMAT = "codeforest-prm/3"  # 2: thoughts numbered "i-Thought: ..." in `process` and `input`; 3: labels from
+# a function problem's private asserts one by one (before, its one `check` made every label 0 or 1)
 LABELS = ("private", "mean")
 
 

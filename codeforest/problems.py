@@ -6,6 +6,7 @@ what the harness holds: the problem plus its private tests, which never enter a 
 
 from __future__ import annotations
 
+import ast
 import gzip
 import json
 import os
@@ -72,6 +73,7 @@ class Task:
     problem: Problem
     private_tests: TestSuite | None
     source: str  # where the problem came from, for the user to see
+    private_asserts: TestSuite | None = None  # a function test's asserts one by one, for the pass rate
 
     @property
     def id(self) -> str:
@@ -198,8 +200,12 @@ def _function_task(rec: dict, source: str) -> Task:
     problem = Problem(id=str(rec["task_id"]), prompt=rec["prompt"], kind="function",
                       entry_point=entry, public_tests=given)
     private = rec.get("test")
-    suite = TestSuite.function([check_program(private, entry)], entry) if private else None
-    return Task(problem=problem, private_tests=suite, source=source)
+    if not private:
+        return Task(problem=problem, private_tests=None, source=source)
+    whole = TestSuite.function([check_program(private, entry)], entry)
+    asserts = check_asserts(private)
+    one_by_one = TestSuite.function([check_program(t, entry) for t in asserts], entry) if asserts else None
+    return Task(problem=problem, private_tests=whole, source=source, private_asserts=one_by_one)
 
 
 def check_program(test: str, entry_point: str) -> str:
@@ -207,6 +213,33 @@ def check_program(test: str, entry_point: str) -> str:
     if re.search(r"^check\(", test, re.MULTILINE):
         return test
     return f"{test}\n\ncheck({entry_point})\n"
+
+
+def check_asserts(test: str) -> list[str] | None:
+    """The test once per assert of its ``check``, each copy keeping that assert and every other statement.
+
+    One ``check`` holds all of a function problem's private asserts, so run whole it passes or fails as one; its
+    asserts one by one give the pass rate the papers report. ``None`` when that split is not safe: no ``check``,
+    fewer than two asserts, or an assert inside another statement (a loop may set what a later line uses).
+    """
+    try:
+        module = ast.parse(test)
+    except SyntaxError:
+        return None
+    check = next((s for s in module.body if isinstance(s, ast.FunctionDef) and s.name == "check"), None)
+    if check is None:
+        return None
+    asserts = [s for s in check.body if isinstance(s, ast.Assert)]
+    nested = [s for s in check.body if not isinstance(s, ast.Assert)
+              and any(isinstance(node, ast.Assert) for node in ast.walk(s))]
+    if len(asserts) < 2 or nested:
+        return None
+    body, copies = check.body, []
+    for kept in asserts:
+        check.body = [s for s in body if not isinstance(s, ast.Assert) or s is kept]
+        copies.append(ast.unparse(module))
+    check.body = body
+    return copies
 
 
 def _stdio_task(rec: dict, source: str) -> Task:

@@ -21,8 +21,18 @@ class PrivateScore:
 
 def score_private(task: Task, code: str, *, backend: str | None = None,
                   timeout: float = FINAL_TIMEOUT_S) -> PrivateScore:
-    """Run ``code`` on the task's private tests in the sandbox; unknown when it has none."""
+    """Run ``code`` on the task's private tests in the sandbox; unknown when it has none.
+
+    Whether it passed comes from the tests as given; a function test whose asserts run one by one
+    (``task.private_asserts``) gives the pass rate, asked only when the whole test fails.
+    """
     if task.private_tests is None or len(task.private_tests) == 0:
         return PrivateScore(passed=None, pass_rate=None, total=0)
     result = run(code, task.private_tests, timeout=timeout, backend=backend)
-    return PrivateScore(passed=result.all_passed, pass_rate=result.pass_rate, total=result.total)
+    if task.private_asserts is None:
+        return PrivateScore(passed=result.all_passed, pass_rate=result.pass_rate, total=result.total)
+    total = len(task.private_asserts)
+    if result.all_passed:
+        return PrivateScore(passed=True, pass_rate=1.0, total=total)
+    one_by_one = run(code, task.private_asserts, timeout=timeout, backend=backend)
+    return PrivateScore(passed=False, pass_rate=one_by_one.pass_rate, total=total)

@@ -424,9 +424,10 @@ def _attempt(problem: Problem, context: RpmContext, llm: BaseChatModel, nodes: d
     text = question(problem)
     rolled = thinker.full_steps(_sampled(llm, context, problem, leaf, *purpose), kit.prompt(context, "thinker_rpm"),
                                 text, steps=steps, wrong=wrong)
-    every = steps + [f"Step {len(steps) + i}: {s}" for i, s in enumerate(rolled.value, 1)]
+    every = steps + [f"Step {len(steps) + i}: {s}" for i, s in enumerate(rolled.value.rolled, 1)]
     program = solver.write_code(_sampled(llm, context, problem, leaf, *purpose, "code"),
-                                kit.prompt(context, "solver_rpm"), problem, thoughts="\n".join(every), shown=text)
+                                kit.prompt(context, "solver_rpm"), problem, thoughts="\n".join(rolled.value.written),
+                                shown=text)
     result, tested = kit.run_program(problem, program.value, context, leaf)
     kit.keep({"nodes": {} if holds_passing(nodes[leaf]) else {leaf: tested}, "cost": kit.PROGRAM_RUN})
     pass_rate = result.pass_rate if result.total else 1.0  # no public tests: the evaluator decides
@@ -438,7 +439,7 @@ def _attempt(problem: Problem, context: RpmContext, llm: BaseChatModel, nodes: d
         pass_rate = 1.0 if judged.value >= context.rpm_success else 0.0  # the search sees the LLM only
     q = solution_value(pass_rate, judged.value, context) if context.rpm_exec_reward else judged.value
     kit.emit("reward", node=leaf, pass_rate=round(pass_rate, 3), llm=judged.value, value=round(q, 3))
-    return {"rolled": rolled.value, "every": every, "code": program.value, "result": result, "q": q,
+    return {"rolled": rolled.value.rolled, "every": every, "code": program.value, "result": result, "q": q,
             "analysis": judged.analysis, "passed": pass_rate == 1.0,
             "success": pass_rate == 1.0 and judged.value >= context.rpm_success,
             "record": {**tested, "llm_score": judged.value},

@@ -13,13 +13,32 @@ from codeforest.registry import graph_module, graph_names
 CONTEXTS = {name: graph_module(name).CONTEXT for name in graph_names()}
 
 
-def test_env_overrides_defaults_but_not_explicit_values(monkeypatch):
+def test_env_fills_settings_not_given_and_a_given_value_wins(monkeypatch):
     monkeypatch.setenv("CODEFOREST_TEMPERATURE", "0.7")
     monkeypatch.setenv("CODEFOREST_MODEL", "small")
     monkeypatch.setenv("CODEFOREST_STRUCTURED_OUTPUT", "false")
-    ctx = Context(model="local")  # explicit equals the default: the environment still wins, as documented
-    assert ctx.temperature == 0.7 and ctx.model == "small" and ctx.structured_output is False
+    ctx = Context(model="local")  # given, though equal to the default: it wins over the environment
+    assert ctx.temperature == 0.7 and ctx.model == "local" and ctx.structured_output is False
     assert Context(temperature=0.2).temperature == 0.2
+    assert Context().model == "small"
+
+
+def test_a_context_converted_to_a_graphs_class_keeps_given_values_against_the_environment(monkeypatch):
+    monkeypatch.setenv("CODEFOREST_MODEL", "small")
+    monkeypatch.setenv("CODEFOREST_RETHINK_RETHINK", "false")
+    converted = CONTEXTS["rethink_mcts"].of(Context(model="local", sandbox="local"))
+    assert converted.model == "local" and converted.rethink_rethink is False
+
+
+def test_cli_flags_win_over_the_environment(monkeypatch):
+    from codeforest.cli import _parser, context_from_args
+
+    monkeypatch.setenv("CODEFOREST_MODEL", "small")
+    monkeypatch.setenv("CODEFOREST_SANDBOX", "e2b")
+    args = _parser().parse_args(["solve", "--dataset", "humaneval", "--model", "local", "--sandbox", "local"])
+    assert (context_from_args(args).model, context_from_args(args).sandbox) == ("local", "local")
+    args = _parser().parse_args(["solve", "--dataset", "humaneval"])
+    assert (context_from_args(args).model, context_from_args(args).sandbox) == ("small", "e2b")
 
 
 def test_bad_env_value_names_the_variable(monkeypatch):

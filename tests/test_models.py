@@ -58,7 +58,7 @@ def test_checksum_mismatch_is_reported_and_leaves_nothing(fake_parts, tmp_path):
 def test_missing_parts_say_which_pip_command_fixes_it(tmp_path, monkeypatch):
     monkeypatch.setenv("CODEFOREST_CACHE", str(tmp_path))
     absent = EmbeddedModel("absent", "local-small", "no_such_part_pkg{n}", 2, 10, "0" * 64)
-    with pytest.raises(ModelError, match=r"pip install 'codeforest\[local-small\]'"):
+    with pytest.raises(ModelError, match=r'pip install -e "\.\[local-small\]"  \(run it in the codeforest checkout\)'):
         ensure_model_file(absent)
 
 

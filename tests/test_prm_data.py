@@ -9,7 +9,7 @@ import pytest
 from codeforest import cli
 from codeforest.jsonl import read_records
 from codeforest.prm_data import collect, covered, label_distribution, samples, step_labels
-from codeforest.problems import Task
+from codeforest.problems import Task, load_problem
 from codeforest.tools.prm import STEP_TAG
 from codeforest.tools.testing import TestSuite
 from tests.fakes import RespondingChatModel
@@ -122,7 +122,7 @@ def test_a_file_of_an_older_format_is_not_appended_to(tmp_path):
     out = tmp_path / "prm.jsonl"
     out.write_text(json.dumps({"type": "problem", "format": "codeforest-prm/1", "dataset": "mini",
                                "problem_id": "T/inc"}) + "\n")
-    with pytest.raises(ValueError, match="format codeforest-prm/1, this version writes codeforest-prm/2"):
+    with pytest.raises(ValueError, match="format codeforest-prm/1, this version writes codeforest-prm/3"):
         covered(out)
 
 
@@ -133,3 +133,20 @@ def test_cli_needs_an_out_file_and_prints_stats(tmp_path, capsys):
     assert cli.main(["collect-prm", "--out", str(out), "--stats"]) == 0
     stats = json.loads(capsys.readouterr().out)
     assert stats["steps"] == 2 and stats["zero"] == 0.5 and stats["histogram"]["[0.8,1.0]"] == 1
+
+
+def test_the_output_folder_is_made(tmp_path):
+    out = tmp_path / "new" / "prm.jsonl"
+    settings = {"gvr_rollouts": 1, "gvr_width": 1, "structured_output": False}
+    assert collect([("mini", TASK)], out, settings, model=RespondingChatModel(respond=Recorder())) == 1
+
+
+def test_labels_of_a_function_problem_count_its_private_asserts_one_by_one(data_dir, tmp_path):
+    """MBPP/11's private test is one check of 3 asserts: a program passing 2 of them is labelled 2/3, not 0."""
+    task = load_problem("mbpp500", "MBPP/11", data_dir)
+    partly = '```python\ndef remove_Occ(s, ch):\n    return {"hello": "heo", "abcda": "bcd"}.get(s, "")\n```'
+    out = tmp_path / "prm.jsonl"
+    settings = {"gvr_rollouts": 1, "gvr_width": 1, "structured_output": False}
+    assert collect([("mbpp500", task)], out, settings, model=RespondingChatModel(respond=lambda m: partly)) == 1
+    samples = [r for r in read_records(out)[0] if r["type"] == "sample"]
+    assert [s["label"] for s in samples] == [[pytest.approx(2 / 3, abs=1e-5)]]

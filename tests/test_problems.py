@@ -9,12 +9,14 @@ import pytest
 from codeforest.problems import (
     FUNCTION_FILES,
     DatasetError,
+    check_asserts,
     docstring_tests,
     load_dataset,
     load_humaneval_package,
     load_problem,
     public_suite,
 )
+from codeforest.scoring import score_private
 
 EXPECTED_COUNTS = {"humaneval164": 164, "mbpp500": 500, "apps_introductory150": 150, "apps_interview150": 150,
                    "codecontests150": 150, "apps_stdio150": 150}
@@ -143,3 +145,35 @@ def test_bad_problem_files_name_the_file_line_and_field(tmp_path):
             load_dataset(str(path))
     with pytest.raises(DatasetError, match="missing.jsonl does not exist"):
         load_dataset(str(tmp_path / "missing.jsonl"))
+
+
+def test_a_check_is_split_into_one_copy_per_assert_keeping_its_other_statements():
+    test = ("import math\n\ndef check(candidate):\n    tol = 1e-6\n    assert candidate(1) == 2\n"
+            "    assert abs(candidate(0.5) - 1.5) < tol\n")
+    copies = check_asserts(test)
+    assert len(copies) == 2
+    assert all("import math" in c and "tol = 1e-06" in c for c in copies)
+    assert "candidate(1)" in copies[0] and "candidate(0.5)" not in copies[0]
+    assert "candidate(0.5)" in copies[1] and "candidate(1)" not in copies[1]
+
+
+@pytest.mark.parametrize("test", [
+    "def check(candidate):\n    assert candidate(1) == 2\n",  # one assert: nothing to split
+    "def check(candidate):\n    for x in range(3):\n        assert candidate(x) == x + 1\n"
+    "    assert candidate(9) == 10\n",
+    "def check(candidate):\n    assert candidate(1) == 2)\n",  # a broken file (codecontests150 has some)
+    "assert add_one(1) == 2\nassert add_one(2) == 3\n",  # no check
+])
+def test_a_check_that_cannot_be_split_safely_stays_whole(test):
+    assert check_asserts(test) is None
+
+
+def test_the_private_pass_rate_of_a_function_problem_counts_its_asserts(fixtures):
+    """Mini/1's check holds 3 asserts: passing 2 is a pass rate of 2/3 (not 0), and passing all of them 1."""
+    task = load_problem(str(fixtures / "functions.jsonl"), "Mini/1")
+    assert len(task.private_tests) == 1 and len(task.private_asserts) == 3
+    assert json.dumps(task.private_asserts.tests[-1]) not in json.dumps(task.problem)
+    partly = score_private(task, "def add_one(x: int) -> int:\n    return x + 1 if x < 10**6 else 0\n")
+    assert (partly.passed, partly.pass_rate, partly.total) == (False, pytest.approx(2 / 3), 3)
+    right = score_private(task, "def add_one(x: int) -> int:\n    return x + 1\n")
+    assert (right.passed, right.pass_rate, right.total) == (True, 1.0, 3)

@@ -14,6 +14,7 @@ from codeforest.context import Context
 from codeforest.problems import load_dataset
 from codeforest.report_html import COLOURS, layout, node_colour
 from tests.fakes import RespondingChatModel
+from tests.system_packages import missing
 from tests.test_native import Universal
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "functions.jsonl")
@@ -23,10 +24,7 @@ def chromium_driver():
     """A headless Chromium (tests run as root: no sandbox); skipped without one, failed under CI."""
     browser, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
     if not browser or not driver_path:
-        message = "needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+        missing("needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 

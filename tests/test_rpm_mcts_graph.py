@@ -336,17 +336,57 @@ def test_an_expansion_that_proposes_nothing_costs_a_rollout_and_the_next_one_sam
     assert script.kwargs[0]["seed"] != script.kwargs[1]["seed"]
 
 
-@pytest.mark.parametrize("reply, rolled", [
-    ("Step 1: Read x.\nStep 2: Add one.\nStep 3: Return it.", ["Return it."]),  # the path repeated, as asked
-    ("Step 3: Return it.\nStep 4: Check it.", ["Return it.", "Check it."]),  # only the continuation
-    ("Step 2: Add one.\nStep 3: Return it.", ["Return it."]),  # the path's end repeated
-    ("Step 1: Read x.\nStep 2: Add one.\nStep 1: Return it.", ["Return it."]),  # numbered from 1 again
-    ("Nothing useful.", []),
+PATH = ["Step 1: Read x.", "Step 2: Add one."]
+
+
+@pytest.mark.parametrize("reply, rolled, written", [
+    ("Step 1: Read x.\nStep 2: Add one.\nStep 3: Return it.", ["Return it."],
+     [*PATH, "Step 3: Return it."]),  # the path repeated, as asked
+    ("Step 3: Return it.\nStep 4: Check it.", ["Return it.", "Check it."],
+     [*PATH, "Step 3: Return it.", "Step 4: Check it."]),  # only the continuation: the code writer sees the path too
+    ("Step 2: Add one.\nStep 3: Return it.", ["Return it."], [*PATH, "Step 3: Return it."]),  # the path's end repeated
+    ("Step 1: Read x.\nStep 2: Add one.\nStep 1: Return it.", ["Return it."],
+     [*PATH, "Step 3: Return it."]),  # numbered from 1 again
+    ("Step 1: Read x as an int.\nStep 2: Add one with +.", [],
+     ["Step 1: Read x as an int.", "Step 2: Add one with +."]),  # the path reworded: the code writer sees the words
+    ("Nothing useful.", [], PATH),
 ])
-def test_a_rollout_keeps_only_the_steps_after_the_path(reply, rolled):
+def test_a_rollout_grafts_the_steps_after_the_path_and_shows_the_code_writer_its_whole_reply(reply, rolled, written):
     from codeforest.agents.thinker import full_steps
     from codeforest.prompts import load_prompt
 
     model = RespondingChatModel(respond=lambda messages: reply)
-    out = full_steps(model, load_prompt("thinker_rpm"), "Add one to x.", steps=["Step 1: Read x.", "Step 2: Add one."])
-    assert out.value == rolled and out.parsed == bool(rolled)
+    out = full_steps(model, load_prompt("thinker_rpm"), "Add one to x.", steps=PATH)
+    assert out.value.rolled == rolled and out.value.written == written and out.parsed == (reply != "Nothing useful.")
+
+
+def test_the_locator_reads_the_step_number_the_1_5b_model_writes_in_the_tag_name():
+    """Every cached 1.5B locator reply looks like '<step_3>x</step_3>': step 3 is wrong, so steps 1-2 are kept."""
+    script = Script(next=["Next step: Add one to the argument."], critic=["<score>7</score>"],
+                    roll=["Step 1: Add one to the argument.\nStep 2: Add one more.\nStep 3: Return it."],
+                    code=[code("x + 2"), code("x + 1")], evaluate=["Off by one.\n<evaluation>2</evaluation>"],
+                    locate=["<step_3>x</step_3> Step 3 must not add again."])
+    out = run(script, "", rpm_kb=False, rpm_width=1, rpm_rollouts=1, rpm_ldb=False)
+    assert [n["text"] for n in out["nodes"].values() if n.get("grafted")] == ["Add one more."]
+    assert out["cost"].get("parse_failures", 0) == 0
+
+
+def test_a_locator_naming_the_simulated_step_in_the_tag_name_reaches_the_node_editor():
+    script = Script(next=["Next step: Add two to the argument."], critic=["<score>7</score>"],
+                    roll=["Step 1: Add two to the argument.\nStep 2: Return it."],
+                    code=[code("x + 2"), code("x + 1"), code("x + 1")],
+                    evaluate=["<evaluation>2</evaluation>", "<evaluation>10</evaluation>"],
+                    locate=["<step_1>x</step_1> Adding two is wrong."],
+                    edit=["<edit>yes</edit>Step 1: Add one to the argument."],
+                    reroll=["Step 1: Add one to the argument.\nStep 2: Return it."])
+    run(script, "", rpm_kb=False, rpm_width=1, rpm_rollouts=1, rpm_ldb=False, rpm_edit=True, rpm_rerollout=True)
+    assert "edit" in script.roles
+
+
+def test_the_code_writer_sees_the_rollers_own_words_when_it_rewrites_the_path():
+    """22 of 51 cached roll-outs rewrote the path as Step 1..n: the released code implements the whole reply."""
+    script = Script(next=["Next step: Add one."], critic=["<score>7</score>"],
+                    roll=["Step 1: Add one, using integer addition x + 1, and return the sum."],
+                    code=[code("x + 1")], evaluate=["<evaluation>10</evaluation>"])
+    run(script, "", rpm_kb=False, rpm_width=1)
+    assert "integer addition" in script.prompts["code"][0]

@@ -30,6 +30,7 @@ from codeforest.problems import load_dataset
 from codeforest.scripted_endpoint import ScriptedEndpoint, any_role_reply
 from codeforest.server_runs import ServerSolver
 from tests.langgraph_dev import ROOT, free_port
+from tests.system_packages import missing
 
 pytestmark = pytest.mark.server
 PG_BIN = Path("/usr/lib/postgresql")
@@ -38,8 +39,16 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 def _postgres_bin() -> Path:
     versions = sorted(PG_BIN.glob("*/bin/postgres")) if PG_BIN.is_dir() else []
-    assert versions, "PostgreSQL is missing: apt-get install postgresql"
+    if not versions:
+        missing("needs Debian's PostgreSQL (apt-get install postgresql)")
+    _as_root()
     return versions[-1].parent
+
+
+def _as_root() -> None:
+    """The servers run as their own users (PostgreSQL refuses root), started with runuser, which needs root."""
+    if os.geteuid() != 0 or not shutil.which("runuser"):
+        missing("needs root and runuser to start PostgreSQL and Redis as their own users")
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +103,9 @@ def _postgres(data: Path):
 def redis() -> str:
     """A Redis server of its own on 127.0.0.1, without persistence."""
     server = shutil.which("redis-server")
-    assert server, "Redis is missing: apt-get install redis-server"
+    if not server:
+        missing("needs Debian's Redis (apt-get install redis-server)")
+    _as_root()
     user = "redis" if subprocess.run(["id", "redis"], capture_output=True).returncode == 0 else "postgres"
     with owned_folder(user) as folder:
         yield from _redis(server, user, folder)

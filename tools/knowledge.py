@@ -111,7 +111,7 @@ class KnowledgeBase:
         self.path = Path(path).expanduser()
         if not create and not (self.path / MANIFEST).is_file():
             raise KnowledgeError(f"No knowledge base at {self.path}: build one with `codeforest kb build`, or run "
-                                 "RPM-MCTS without one (rpm_kb=false, the w/o-KB ablation)")
+                                 "RPM-MCTS without one (rpm_kb=false, the w/o-KB ablation: CODEFOREST_RPM_KB=false)")
         self.path.mkdir(parents=True, exist_ok=True)
         self.embeddings = embeddings or WordLlamaEmbeddings()
         self.manifest = self._read_manifest()

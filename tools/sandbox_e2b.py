@@ -13,6 +13,7 @@ import json
 import os
 import threading
 
+from codeforest.tools import install_hint
 from codeforest.tools.sandbox import RUNNER_SOURCE, STARTUP_GRACE_S, ChildSandbox, Limits
 
 MARKER = "__codeforest_result__"
@@ -39,7 +40,7 @@ class SandboxServiceError(RuntimeError):
 
 
 class E2BSandbox(ChildSandbox):
-    """Runs programs in an E2B Code Interpreter sandbox (``pip install 'codeforest[e2b]'``, ``E2B_API_KEY``)."""
+    """Runs programs in an E2B Code Interpreter sandbox (the ``e2b`` extra, ``E2B_API_KEY``)."""
 
     isolation = "e2b"
 
@@ -49,7 +50,8 @@ class E2BSandbox(ChildSandbox):
         self.api_key = api_key or os.environ.get("E2B_API_KEY")
         if not self.api_key:
             raise SandboxServiceError("The e2b sandbox needs an API key: set E2B_API_KEY "
-                                      "(https://e2b.dev/dashboard), or use --sandbox local")
+                                      "(https://e2b.dev/dashboard), or use the local sandbox (--sandbox local; "
+                                      "--backend local for `codeforest check`; CODEFOREST_SANDBOX=local)")
         self.template = template
         self.sandbox_timeout = sandbox_timeout
         self._remote = None
@@ -61,7 +63,7 @@ class E2BSandbox(ChildSandbox):
                 try:
                     from e2b_code_interpreter import Sandbox
                 except ImportError as exc:
-                    raise SandboxServiceError("The e2b sandbox needs its SDK: pip install 'codeforest[e2b]'") from exc
+                    raise SandboxServiceError(f"The e2b sandbox needs its SDK: {install_hint('e2b')}") from exc
                 options = {"api_key": self.api_key, "timeout": self.sandbox_timeout}
                 if self.template:
                     options["template"] = self.template
