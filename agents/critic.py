@@ -157,12 +157,11 @@ def locate_error(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: l
     """
     raw, cost = call_model_text(model, prompt.render("locate", problem=problem, steps="\n".join(steps), code=code,
                                                      debug=debug))
-    number = _tagged_number(raw, "step_n")
-    if number is None and (named := re.search(r"<step_(\d+)>", raw, re.I)):
-        number = float(named.group(1))
-    readable = number is not None and 1 <= int(number) <= len(steps)
-    analysis = re.sub(r"<(step_n|step_\d+)>.*?(</\1>|\Z)", "", raw, flags=re.S | re.I).strip()
-    return Reply(int(number) if readable else first_rolled, raw, cost, parsed=readable, analysis=analysis)
+    named = re.search(r"<step_n>\s*(?:step\s*)?(\d+)", raw, re.I) or re.search(r"<step_(\d+)>", raw, re.I)
+    number = int(named.group(1)) if named else None
+    readable = number is not None and 1 <= number <= len(steps)
+    analysis = re.sub(r"<(?:step_n|step_\d+)>[^<\n]*(?:</step_[^>]*>)?", "", raw, flags=re.I).strip()
+    return Reply(number if readable else first_rolled, raw, cost, parsed=readable, analysis=analysis)
 
 
 def call_model_text(model: BaseChatModel, user: str) -> tuple[str, dict]:

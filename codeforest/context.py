@@ -104,7 +104,9 @@ class Context(BaseModel):
         if type(other) is cls and not overrides:
             return other
         if isinstance(other, BaseModel):
-            values = other.model_dump()  # the environment filled its unset fields when it was built
+            # the environment filled a context's unset fields when it was built; from another class (not a subclass
+            # of this one) only the fields set are taken, so this class's own defaults hold for the rest
+            values = other.model_dump(exclude_unset=not isinstance(other, cls))
         elif dataclasses.is_dataclass(other) and not isinstance(other, type):
             values = dataclasses.asdict(other)
         elif isinstance(other, dict):

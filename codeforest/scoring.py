@@ -8,6 +8,7 @@ from codeforest.problems import Task
 from codeforest.tools.sandbox import run
 
 FINAL_TIMEOUT_S = 10.0  # per private test; CodeTree's released code uses 10 s for the final evaluation
+MIN_ASSERT_TIMEOUT_S = 1.0  # an assert's share of a check's time when it runs alone, for the pass rate
 
 
 @dataclass
@@ -24,7 +25,9 @@ def score_private(task: Task, code: str, *, backend: str | None = None,
     """Run ``code`` on the task's private tests in the sandbox; unknown when it has none.
 
     Whether it passed comes from the tests as given; a function test whose asserts run one by one
-    (``task.private_asserts``) gives the pass rate, asked only when the whole test fails.
+    (``task.private_asserts``) gives the pass rate, asked only when the whole test fails: within the whole test's
+    time (each assert gets an equal share, at least a second) and below 1 (every assert passing alone while the
+    whole fails, e.g. by time, is not a pass).
     """
     if task.private_tests is None or len(task.private_tests) == 0:
         return PrivateScore(passed=None, pass_rate=None, total=0)
@@ -34,5 +37,6 @@ def score_private(task: Task, code: str, *, backend: str | None = None,
     total = len(task.private_asserts)
     if result.all_passed:
         return PrivateScore(passed=True, pass_rate=1.0, total=total)
-    one_by_one = run(code, task.private_asserts, timeout=timeout, backend=backend)
-    return PrivateScore(passed=False, pass_rate=one_by_one.pass_rate, total=total)
+    share = max(MIN_ASSERT_TIMEOUT_S, timeout / total)
+    one_by_one = run(code, task.private_asserts, timeout=share, backend=backend)
+    return PrivateScore(passed=False, pass_rate=min(one_by_one.pass_rate, (total - 1) / total), total=total)

@@ -16,7 +16,7 @@ import httpx
 from langgraph_sdk import get_sync_client
 
 from codeforest.api import run_config
-from codeforest.bench import RunnerLost
+from codeforest.bench import OPERATIONAL_FIELDS, RunnerLost
 from codeforest.context import Context
 from codeforest.graphs.state import OUTPUT_KEYS, add_cost
 from codeforest.problems import Problem
@@ -36,9 +36,12 @@ class ServerLost(RunnerLost):
 
 
 def server_context(context: Context) -> dict:
-    """The settings sent with a run: the model and every field set away from its default, except the local-only
-    ones (so the server's own environment cannot change what the record says was run)."""
-    sent = {"model": context.model, **context.model_dump(exclude_defaults=True)}
+    """The settings sent with a run: every field that can change a result at its value, defaults included (a
+    given value wins over the server's own environment, so it cannot change what the record says was run), the
+    model, and the operational fields set away from their defaults; never the local-only ones."""
+    values = context.model_dump()
+    sent = {"model": context.model, **context.model_dump(exclude_defaults=True),
+            **{k: v for k, v in values.items() if k not in OPERATIONAL_FIELDS}}
     return {k: v for k, v in sent.items() if k not in LOCAL_ONLY}
 
 

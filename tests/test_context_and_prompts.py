@@ -151,3 +151,25 @@ def test_every_packaged_prompt_parses_and_declares_its_inputs():
         if file.name.endswith(".yaml"):
             prompt = load_prompt(file.name[:-5])
             assert prompt.inputs and prompt.templates, file.name
+
+
+def test_a_context_keeps_its_own_class_defaults_across_conversions():
+    from codeforest.graphs.bester import BesterContext
+    from codeforest.graphs.reflexion import ReflexionContext
+
+    into_reflexion = ReflexionContext.of(BesterContext(bester_depth=4))  # the other class's defaults stay behind
+    assert (into_reflexion.bester_depth, into_reflexion.bester_width, into_reflexion.bester_final) == \
+        (4, 1, "last_round")
+    into_bester = BesterContext.of(ReflexionContext())  # a subclass's values are its own, defaults included
+    assert (into_bester.bester_depth, into_bester.bester_width) == (19, 1)
+
+
+def test_a_server_run_is_sent_every_setting_that_can_change_its_result(monkeypatch):
+    from codeforest.registry import context_for
+    from codeforest.server_runs import server_context
+
+    sent = server_context(context_for("rethink_mcts", Context(model="m", base_url="http://h/v1", cache_path="/x")))
+    assert sent["temperature"] == 0.0 and sent["rethink_rethink"] is True and sent["base_url"] == "http://h/v1"
+    assert "cache_path" not in sent and "request_timeout" not in sent  # local, and operational at its default
+    monkeypatch.setenv("CODEFOREST_TEMPERATURE", "0.8")  # the server's environment: what was sent wins there
+    assert CONTEXTS["rethink_mcts"](**sent).temperature == 0.0

@@ -390,3 +390,20 @@ def test_the_code_writer_sees_the_rollers_own_words_when_it_rewrites_the_path():
                     code=[code("x + 1")], evaluate=["<evaluation>10</evaluation>"])
     run(script, "", rpm_kb=False, rpm_width=1)
     assert "integer addition" in script.prompts["code"][0]
+
+
+@pytest.mark.parametrize("reply, number, analysis", [
+    ("<step_n>2</step_n> Step 2 adds twice.", 2, "Step 2 adds twice."),
+    ("<step_n>Step 3</step_n> Off by one.", 3, "Off by one."),
+    ("<step_3>x</step_3> Off by one.", 3, "Off by one."),
+    ("<step_3>\nThe loop stops early.", 3, "The loop stops early."),  # unclosed: the analysis stays
+    ("<step_n>7</step_n> No such step.", 4, "No such step."),  # out of range: the first rolled step
+])
+def test_the_locator_reads_the_wrong_step_and_keeps_the_analysis(reply, number, analysis):
+    from codeforest.agents.critic import locate_error
+    from codeforest.prompts import load_prompt
+
+    model = RespondingChatModel(respond=lambda messages: reply)
+    out = locate_error(model, load_prompt("critic_rpm"), "p", steps=["a", "b", "c", "d", "e"], code="", debug="",
+                       first_rolled=4)
+    assert (out.value, out.analysis, out.parsed) == (number, analysis, number != 4)

@@ -79,12 +79,12 @@ def owned_folder(user: str):
 @pytest.fixture(scope="module")
 def postgres() -> str:
     """A PostgreSQL cluster of its own on 127.0.0.1, run by the postgres user (it refuses root)."""
+    bin_dir = _postgres_bin()  # skips (or fails under CI) before anything is made
     with owned_folder("postgres") as data:
-        yield from _postgres(data)
+        yield from _postgres(bin_dir, data)
 
 
-def _postgres(data: Path):
-    bin_dir = _postgres_bin()
+def _postgres(bin_dir: Path, data: Path):
     port = free_port()
     as_postgres = ["runuser", "-u", "postgres", "--"]
     subprocess.run([*as_postgres, str(bin_dir / "initdb"), "-D", str(data / "db"), "--auth=trust", "-U", "postgres"],
@@ -166,7 +166,7 @@ def runs_finished(log: Path) -> set[str]:
     return logged_runs(log, "Background run succeeded")
 
 
-def test_two_processes_share_the_work_and_survive_losing_one(server_env, postgres, redis, tmp_path):
+def test_two_processes_share_the_work_and_survive_losing_one(postgres, redis, server_env, tmp_path):
     tasks = load_dataset("humaneval")[:8]
     log_a, log_b, out = tmp_path / "a.log", tmp_path / "b.log", tmp_path / "results"
     with ScriptedEndpoint([], delay=3.0, respond=any_role_reply) as endpoint:
