@@ -11,8 +11,10 @@ cd "$(dirname "$0")/.."
 command -v codeforest > /dev/null || { echo "codeforest is not installed: run the README's set-up first" >&2; exit 1; }
 HE="measurements/humaneval-fair-1.5b"
 AI="measurements/apps-intro-1.5b"
+# --request-timeout 1800: with 4 long requests on 2 cores one call took over 600 s (the default) three times running
+# (HumanEval/26 under rethink_mcts, session 13); --retry-errors reruns such a problem on the next pass
 bench() { echo "== $(date -u +%FT%TZ) $*"; codeforest bench --model local --cache --seed 5 --sample 20 \
-    --concurrency "${CODEFOREST_QUEUE_CONCURRENCY:-4}" "$@"; }
+    --concurrency "${CODEFOREST_QUEUE_CONCURRENCY:-4}" --request-timeout 1800 --retry-errors "$@"; }
 
 # issue 17: every graph at its defaults after the corrections (HumanEval, the same 20 problems as humaneval-1.5b),
 # then the token-budget sweep (largest first, the smaller replayed from the cache)
