@@ -260,9 +260,10 @@ def full_steps(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: lis
     rolled = [body for number, body in written if number > len(steps)]
     if not rolled:  # e.g. the path repeated with numbers from 1 and then continued from 1 again
         rolled = [body for _, body in written[len(steps):]]
-    whole = [body for _, body in written] if written and written[0][0] == 1 else None
-    shown = [f"Step {i}: {body}" for i, body in enumerate(whole, 1)] if whole else \
-        steps + [f"Step {len(steps) + i}: {body}" for i, body in enumerate(rolled, 1)]
+    if written and written[0][0] == 1:  # the whole solution, as the prompt asks
+        shown = [f"Step {i}: {body}" for i, (_, body) in enumerate(written, 1)]
+    else:
+        shown = steps + [f"Step {len(steps) + i}: {body}" for i, body in enumerate(rolled, 1)]
     return Reply(RollOut(rolled, shown), raw, cost, parsed=bool(written))
 
 

@@ -31,7 +31,7 @@ from codeforest.graphs.state import tokens_spent
 from codeforest.jsonl import append_record
 from codeforest.problems import Task
 from codeforest.registry import context_for, graph_budget
-from codeforest.scoring import score_private
+from codeforest.scoring import private_test_count, score_private
 from codeforest.tools import stopwatch
 from codeforest.tools.models import redact
 from codeforest.tools.sandbox import isolation
@@ -244,7 +244,7 @@ class Bench:
                   "budget": graph_budget(graph, context), "settings": result_settings(context),
                   "final_code": "", "stop_reason": None,
                   "public_pass_rate": 0.0, "private_passed": False, "private_pass_rate": 0.0,
-                  "private_tests": len(task.private_asserts or task.private_tests or ()), "error": None,
+                  "private_tests": private_test_count(task), "error": None,
                   "isolation": isolation(context.sandbox)}
         started = time.monotonic()
         with stopwatch.timing() as clock:

@@ -73,7 +73,6 @@ class Task:
     problem: Problem
     private_tests: TestSuite | None
     source: str  # where the problem came from, for the user to see
-    private_asserts: TestSuite | None = None  # a function test's asserts one by one, for the pass rate
 
     @property
     def id(self) -> str:
@@ -200,12 +199,8 @@ def _function_task(rec: dict, source: str) -> Task:
     problem = Problem(id=str(rec["task_id"]), prompt=rec["prompt"], kind="function",
                       entry_point=entry, public_tests=given)
     private = rec.get("test")
-    if not private:
-        return Task(problem=problem, private_tests=None, source=source)
-    whole = TestSuite.function([check_program(private, entry)], entry)
-    asserts = check_asserts(private)
-    one_by_one = TestSuite.function([check_program(t, entry) for t in asserts], entry) if asserts else None
-    return Task(problem=problem, private_tests=whole, source=source, private_asserts=one_by_one)
+    suite = TestSuite.function([check_program(private, entry)], entry) if private else None
+    return Task(problem=problem, private_tests=suite, source=source)
 
 
 def check_program(test: str, entry_point: str) -> str:

@@ -1,4 +1,5 @@
-"""Debian packages some tests start for real: skipped on a machine without them, failed under ``CI=true``."""
+"""Parts some tests need from the machine (Debian packages, the benchmark folder): skipped without them, failed
+under ``CI=true``."""
 
 from __future__ import annotations
 

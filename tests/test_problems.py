@@ -16,7 +16,7 @@ from codeforest.problems import (
     load_problem,
     public_suite,
 )
-from codeforest.scoring import score_private
+from codeforest.scoring import private_asserts, score_private
 
 EXPECTED_COUNTS = {"humaneval164": 164, "mbpp500": 500, "apps_introductory150": 150, "apps_interview150": 150,
                    "codecontests150": 150, "apps_stdio150": 150}
@@ -171,8 +171,8 @@ def test_a_check_that_cannot_be_split_safely_stays_whole(test):
 def test_the_private_pass_rate_of_a_function_problem_counts_its_asserts(fixtures):
     """Mini/1's check holds 3 asserts: passing 2 is a pass rate of 2/3 (not 0), and passing all of them 1."""
     task = load_problem(str(fixtures / "functions.jsonl"), "Mini/1")
-    assert len(task.private_tests) == 1 and len(task.private_asserts) == 3
-    assert json.dumps(task.private_asserts.tests[-1]) not in json.dumps(task.problem)
+    assert len(task.private_tests) == 1 and len(private_asserts(task)) == 3
+    assert json.dumps(private_asserts(task).tests[-1]) not in json.dumps(task.problem)
     partly = score_private(task, "def add_one(x: int) -> int:\n    return x + 1 if x < 10**6 else 0\n")
     assert (partly.passed, partly.pass_rate, partly.total) == (False, pytest.approx(2 / 3), 3)
     right = score_private(task, "def add_one(x: int) -> int:\n    return x + 1\n")
