@@ -81,7 +81,9 @@ def _limited(model, msgs: list[BaseMessage], role: str):
         return model
     limit = output_limit(msgs, role, window)
     if isinstance(model, BaseChatModel) and "max_tokens" in type(model).model_fields:
-        return model.model_copy(update={"max_tokens": limit})  # survives with_structured_output
+        limited = model.model_copy(update={"max_tokens": limit})  # survives with_structured_output
+        limited.__dict__.pop("_serialized", None)  # the original's cached key, which lacks this limit
+        return limited
     return model.bind(max_tokens=limit)
 
 

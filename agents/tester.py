@@ -18,7 +18,7 @@ from codeforest.prompts import Prompt
 from codeforest.tools.probes import valid_call
 
 _TAG = re.compile(r"<input>\n?(.*?)</input>(?:\s*<output>\n?(.*?)</output>)?", re.S | re.I)
-_LINE_PREFIX = re.compile(r"^\s*(?:[-*]|\d+[.)])?\s*`*")
+_LINE_PREFIX = re.compile(r"^\s*(?:[-*]|\d+[.)])?\s*`*(?:>>>\s*)?")  # a list mark, code ticks, a doctest prompt
 
 
 def parse_calls(text: str, entry_point: str, with_expected: bool) -> list[dict]:
@@ -27,8 +27,10 @@ def parse_calls(text: str, entry_point: str, with_expected: bool) -> list[dict]:
     for line in text.splitlines():
         line = _LINE_PREFIX.sub("", line).rstrip("`; ")
         if with_expected:
+            if not line.startswith("assert"):  # `f(1) == 2` is read as its assert
+                line = f"assert {line}"
             try:
-                node = ast.parse(line).body[0] if line.startswith("assert") else None
+                node = ast.parse(line).body[0]
             except (SyntaxError, IndexError):
                 continue
             test = getattr(node, "test", None)

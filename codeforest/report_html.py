@@ -95,14 +95,15 @@ def tree_svg(nodes: dict, final: str | None, key: str) -> str:
 
 
 def groups_html(record: dict) -> str:
-    """The selector's output groups of one run (largest first as recorded), the chosen program's group marked;
-    empty when no selector ran."""
+    """The selector's output groups of one run (in the recorded order: by their first program), the chosen
+    program's group marked; empty when no selector ran."""
     why = record.get("selection")
     if not why:
         return ""
-    final = record.get("final_node")
+    # the chosen program's node as grouped (its earliest); a kept own choice can sit on a later node of that text
+    chosen = why.get("chosen_node", record.get("final_node"))
     rows = [[str(i), str(g["size"]), html.escape(", ".join(g["nodes"])), str(g.get("score", g["size"])),
-             "chosen" if final in g["nodes"] else ""] for i, g in enumerate(why.get("groups") or [], 1)]
+             "chosen" if chosen in g["nodes"] else ""] for i, g in enumerate(why.get("groups") or [], 1)]
     verdict = ("changed the method's own choice " + html.escape(str(why.get("own_node")))
                if why.get("changed") else "kept the method's own choice")
     judged = why.get("comparisons") or []

@@ -143,7 +143,9 @@ def choose_final(nodes: dict[str, NodeRecord], rule: str, last_failing: str | No
         return None
     if rule == "last_failing":
         return last_failing or tried[0]["id"]
-    return kit.best(tried, key=lambda n: (n.get("value", 0.0), passes_visible(n)))["id"]
+    # a visible pass first: one the token budget stopped before the Critic lacks its bonus (value 1.0), below a
+    # scored failure's (e.g. 3/4 + 4/15); a scored pass (at least 1 + 5/15) is above every failure anyway
+    return kit.best(tried, key=lambda n: (passes_visible(n), n.get("value", 0.0)))["id"]
 
 
 def next_in_frontier(frontier: list[str], nodes: dict[str, NodeRecord], order: str) -> list[str]:

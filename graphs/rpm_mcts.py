@@ -357,7 +357,8 @@ def revise(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel |
     if not keeps_own:
         updates = merge_nodes(updates, {leaf: tried["record"]})
     if tried["success"]:
-        return {"nodes": updates, **_solved(state, context, view, leaf, tried, updates), "q": tried["q"],
+        held = tried["record"] if keeps_own else {}  # the program the leaf could not take
+        return {"nodes": updates, **_solved(state, context, view, leaf, tried, updates, held), "q": tried["q"],
                 "cost": total_cost(costs)}
     grafted = {}
     if tried["passed"]:  # every public test passes but the LLM doubts it: grafted and kept, as a roll-out's is
@@ -447,14 +448,16 @@ def _attempt(problem: Problem, context: RpmContext, llm: BaseChatModel, nodes: d
 
 
 def _solved(state: RpmState, context: RpmContext, nodes: dict[str, NodeRecord], leaf: str, tried: dict,
-            updates: dict) -> dict:
-    """The update that ends the search: the passing roll-out's steps grafted below ``leaf``, its program kept;
-    while ``min_candidates`` asks for more passing programs, the first success is kept and the search goes on."""
+            updates: dict, held: dict | None = None) -> dict:
+    """The update that ends the search: the passing roll-out's steps grafted below ``leaf``, its program kept
+    (``held``: its whole record, on the last grafted step, when ``leaf`` keeps a program of its own); while
+    ``min_candidates`` asks for more passing programs, the first success is kept and the search goes on."""
     grafted = _graft(nodes, leaf, tried["rolled"], tried["q"])
     updates.update(grafted)
     solved = list(grafted)[-1] if grafted else leaf
-    updates.setdefault(solved, {}).update(passing=True, final_code=tried["code"],
-                                          execution=tried["record"]["execution"], status=tried["record"]["status"])
+    updates.setdefault(solved, {}).update({**(held if grafted and held else {}), "passing": True,
+                                           "final_code": tried["code"], "execution": tried["record"]["execution"],
+                                           "status": tried["record"]["status"]})
     if kit.wants_more(merge_nodes(nodes, updates), context):
         return {"succeeded": state.get("succeeded") or solved}
     return {"solved": solved}

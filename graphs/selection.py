@@ -298,7 +298,8 @@ def select_final(state: SearchState, runtime: Runtime[Context], model: BaseChatM
     changed = chosen_program["code"] != own_code  # by text: a method may return its program from another node
     runs = len(among) if inputs else 0
     # the method's own choice stays in the result, so a harness can tell whether the selector fixed or broke it
-    why.update(forced=forced, changed=changed, own_node=state.get("final_node"), own_code=own_code,
+    why.update(forced=forced, changed=changed, chosen_node=chosen.node, own_node=state.get("final_node"),
+               own_code=own_code,
                tester_inputs=len(written),
                mutated_inputs=len(inputs) - len(written), programs=len(programs), probe_runs=runs,
                probe_inputs=inputs)

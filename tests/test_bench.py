@@ -7,6 +7,7 @@ import json
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -263,6 +264,61 @@ def test_cache_entries_keyed_with_a_loopback_port_are_found_again(tmp_path):
     hit = cache.lookup("p", '{"openai_api_base": "http://127.0.0.1:40000/v1"}')
     assert hit is not None and hit[0].text == "t"
     assert cache.lookup("p", '{"openai_api_base": "http://10.0.0.5:40000/v1"}') is None  # not loopback
+
+
+def test_cache_key_ignores_how_a_call_is_made_and_names_each_role_limit():
+    """A rerun with another time-out or retry count replays the cache; a copy limited for one role (made after the
+    original's key was computed) is keyed with its own limit, not the original's."""
+    from langchain_core.messages import HumanMessage
+    from langchain_openai import ChatOpenAI
+
+    from codeforest.agents.base import _limited, counting_calls
+    from codeforest.tools.cache import model_key
+
+    def model(timeout, retries):
+        return ChatOpenAI(base_url="http://127.0.0.1:9/v1", api_key="k", model="m", timeout=timeout,
+                          max_retries=retries)
+
+    base = model(600, 2)
+    assert model_key(base._get_llm_string()) == model_key(model(1800, 0)._get_llm_string())
+    msgs = [HumanMessage("q")]
+    with counting_calls(window=8192):
+        code, text = _limited(base, msgs, "code"), _limited(base, msgs, "text")
+    keys = {model_key(m._get_llm_string()) for m in (base, code, text)}
+    assert len(keys) == 3 and '"max_tokens": 4096' in model_key(code._get_llm_string())
+
+
+def test_cache_entries_of_earlier_versions_are_found_without_their_limit_and_settings(tmp_path):
+    """Entries keyed with a time-out, retries and a possibly stale output limit (before session 14) still replay;
+    entries stored now are told apart by their limit."""
+    import json
+
+    from langchain_core.outputs import Generation
+
+    from codeforest.tools.cache import SQLiteResponseCache, model_key
+
+    def key(timeout, limit, bound=None):
+        kwargs = {"model_name": "m", "request_timeout": timeout, "max_retries": 2, "temperature": 0.0}
+        if limit:
+            kwargs["max_tokens"] = limit
+        params = [("max_tokens", bound), ("stop", None)] if bound else [("stop", None)]
+        return json.dumps({"id": ["ChatOpenAI"], "kwargs": kwargs}, sort_keys=True) + "---" + str(params)
+
+    path = tmp_path / "old.sqlite"
+    SQLiteResponseCache(path).update("p", "x", [Generation(text="old")])
+    SQLiteResponseCache(path).update("p2", "x", [Generation(text="bound")])
+    with sqlite3.connect(path) as db:  # as session 13 wrote them
+        db.execute("UPDATE responses SET llm = ? WHERE prompt = 'p'", (key(600.0, 2048),))
+        db.execute("UPDATE responses SET llm = ? WHERE prompt = 'p2'", (key(600.0, None, bound=4096),))
+    cache = SQLiteResponseCache(path)
+    assert cache.lookup("p", key(1800.0, 4096))[0].text == "old"
+    assert cache.lookup("p2", key(1800.0, None, bound=2048))[0].text == "bound"
+    cache.update("q", key(1800.0, 4096), [Generation(text="new")])
+    assert cache.lookup("q", key(600.0, 4096))[0].text == "new"
+    assert cache.lookup("q", key(600.0, 2048)) is None
+    with sqlite3.connect(path) as db:
+        assert model_key(key(1.0, 4096)) in {llm for (llm,) in db.execute("SELECT llm FROM responses")}
+    assert SQLiteResponseCache(path).lookup("q", key(5.0, 4096))[0].text == "new"  # not rekeyed on reopening
 
 
 def test_cached_answers_name_the_model_file_not_a_local_path(tmp_path):

@@ -328,6 +328,18 @@ def test_a_failed_rerollout_does_not_overwrite_a_grafted_passing_node():
     assert out["final_node"] == "n2" and out["public_pass_rate"] == 1.0  # its path, implemented once more
 
 
+def test_a_successful_rerollout_from_a_passing_node_is_a_candidate_program():
+    """The re-roll-out from n2 (passing, so it keeps its record) succeeds: its program, which n2 could not take,
+    is held on the grafted n3, so selectors and ``min_candidates`` see it."""
+    from codeforest.graphs.selection import distinct_programs
+
+    _, out = doubted_then_rolled_again("Step 3: Check negatives.", "x - -1", "<evaluation>10</evaluation>")
+    assert out["stop_reason"] == "solved" and out["final_node"] == "n3" and "x - -1" in out["final_code"]
+    n3 = out["nodes"]["n3"]
+    assert "x - -1" in n3["code"] and n3["execution"]["passed"] == 2 and n3["llm_score"] == 10
+    assert ["x - -1" in p["code"] for p in distinct_programs(out)] == [False, True]
+
+
 def test_an_expansion_that_proposes_nothing_costs_a_rollout_and_the_next_one_samples_anew():
     script = Script(next=["", "Next step: Add one."], critic=["<score>8</score>"], roll=["Step 1: Add one."],
                     code=[code("x + 1")], evaluate=["<evaluation>10</evaluation>"])

@@ -7,6 +7,7 @@ import pytest
 
 from codeforest.graphs.selection import Candidate, kept_inputs, output_groups, select
 from codeforest.tools.probes import (
+    behaviour,
     mutate_call,
     mutate_stdin,
     mutate_value,
@@ -77,6 +78,27 @@ def test_behaviour_in_the_sandbox_gives_outputs_errors_and_time_outs():
         ("4", "<raised TypeError>", "<timeout>")
     program = "input()\nprint(sum(map(int, input().split())))\n"
     assert probe(STDIO, program, ["3\n1 5 2\n", "3\n"])[0] == ("8", "<raised EOFError>")
+
+
+def test_outputs_too_long_to_show_are_told_apart_by_the_whole_value():
+    """A returned value is shown cut at 300 characters and printed output at 2,000: programs that differ only
+    after the cut are two behaviours, programs equal by ``==`` (ints and floats) one."""
+    last_differs = ["def f(n, xs):\n    return list(range(n))\n",
+                    "def f(n, xs):\n    return list(range(n - 1)) + [0]\n",
+                    "def f(n, xs):\n    return [float(i) for i in range(n)]\n"]
+    groups = [behaviour(probe(FUNCTION, code, ["f(200, [])"])[0][0]) for code in last_differs]
+    assert groups[0] != groups[1] and groups[0] == groups[2]
+    printing = ["n = int(input())\nprint(*range(n))\n", "n = int(input())\nprint(*range(n - 1), 0)\n",
+                "n = int(input())\nprint(*[float(i) for i in range(n)])\n"]
+    groups = [behaviour(probe(STDIO, code, ["1000\n"])[0][0], stdio=True) for code in printing]
+    assert groups[0] != groups[1] and groups[0] == groups[2]
+
+
+def test_rounding_noise_near_zero_is_zero():
+    assert behaviour("1.1102230246251565e-16") == behaviour("0.0") == behaviour("0")
+    assert behaviour("[1e-12, 2.0]") == behaviour("[0, 2]") and behaviour("1e-06") != behaviour("0")
+    assert behaviour("1e-07", stdio=True) == behaviour("0", stdio=True)
+    assert behaviour("0.000002", stdio=True) != behaviour("0", stdio=True)
 
 
 def test_printed_outputs_that_outputs_match_calls_equal_are_one_behaviour():
@@ -256,3 +278,12 @@ def test_an_expected_value_that_is_no_literal_drops_only_its_line():
 
     text = "assert f(1, []) == {[1]: 2}\nassert f(2, []) == 3\n"
     assert parse_calls(text, "f", True) == [{"input": "f(2, [])", "expected": "3"}]
+
+
+def test_calls_written_as_doctests_or_bare_comparisons_are_read():
+    """The HumanEval prompts show their examples as doctests, and a model may copy that style."""
+    from codeforest.agents.tester import parse_calls
+
+    assert [c["input"] for c in parse_calls(">>> f([1, 2])\n3\n1. >>> f([])\n0", "f", False)] == ["f([1, 2])", "f([])"]
+    assert parse_calls(">>> assert f([]) == 0\nf([1]) == 1\n`f([2])`", "f", True) == [
+        {"input": "f([])", "expected": "0"}, {"input": "f([1])", "expected": "1"}]

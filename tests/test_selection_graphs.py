@@ -48,6 +48,7 @@ def test_agreement_over_min_candidates_picks_the_largest_behaviour_group():
     why = out["selection"]
     assert out["final_node"] == "n2" and out["final_code"].endswith(DOUBLE) and why["changed"]
     assert [g["nodes"] for g in why["groups"]] == [["n1"], ["n2", "n3"]] and why["tester_inputs"] == 0
+    assert why["chosen_node"] == out["final_node"] == "n2"
     assert why["mutated_inputs"] == why["inputs"] == 4  # f(3), f(1), f(0), f(-2)
     assert out["public_pass_rate"] == 1.0 and out["cost"]["sandbox_runs"] == 3 + 3
 
@@ -242,3 +243,13 @@ def test_the_report_counts_selections_that_went_on_without_a_failed_model_call()
                {**base, "problem_id": "B", "selection": {"changed": False}}]
     (row,) = selection_rows(records)
     assert row["faults"] == ["A"] and selection_cells(row)[-1] == "1 (A)"
+
+
+def test_the_html_groups_mark_the_chosen_program_where_it_was_grouped():
+    """The method's own program, kept, was first written at n1 and again at n3 (its final node): groups list n1."""
+    from codeforest.report_html import groups_html
+
+    why = {"selector": "agreement", "groups": [{"nodes": ["n1"], "size": 1}, {"nodes": ["n2"], "size": 1}],
+           "chosen_node": "n1", "changed": False}
+    page = groups_html({"final_node": "n3", "selection": why})
+    assert page.count("chosen") == 1 and "<td>1</td><td>1</td><td>n1</td><td>1</td><td>chosen</td>" in page

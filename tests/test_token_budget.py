@@ -54,3 +54,32 @@ def test_a_program_written_before_the_budget_ran_out_is_kept(graph, settings):
         if written:
             assert out["final_code"] and out["final_node"] in out["nodes"], calls
             assert out["nodes"][out["final_node"]].get("execution"), calls
+
+
+def test_codetree_returns_a_visible_pass_the_budget_kept_from_its_critic():
+    """The budget refuses the Critic's call on a program passing 4/4: that program, not the scored 3/4 failure
+    (value 0.75 + 4/15, above the unscored pass's 1.0), is returned."""
+    from codeforest.registry import build_graph, context_for
+    from tests.fakes import code_reply
+
+    problem = {"id": "T/f", "prompt": 'def f(x):\n    """Return x plus one."""\n', "kind": "function",
+               "entry_point": "f", "public_tests": [f"assert f({i}) == {i + 1}" for i in range(1, 5)]}
+    wrong, right = "def f(x):\n    return 0 if x == 4 else x + 1", "def f(x):\n    return x + 1"
+
+    def respond(messages):
+        text = "\n".join(str(m.content) for m in messages)
+        if "strategies" in text and "Python programmers" in text:
+            return "1. Add one to the input x and return it."
+        if "Score from 0 to 5" in text:
+            return "Only the last case is wrong.\n4"
+        if "Reflect on the implementation" in text:
+            return "1. Do not special-case four; just add one."
+        if "code reviewer" in text:
+            return "Fine.\nTrue"
+        return code_reply(right if "special-case" in text else wrong)
+
+    for budget, stop in ((0, "accepted"), (75, "token_budget")):
+        ctx = context_for("codetree", structured_output=False, token_budget=budget)
+        out = build_graph("codetree", model=RespondingChatModel(respond=respond)).invoke({"problem": problem},
+                                                                                          context=ctx)
+        assert out["stop_reason"] == stop and out["final_code"] == right and out["public_pass_rate"] == 1.0

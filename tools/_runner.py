@@ -8,10 +8,13 @@ untrusted code runs, so the program's own output cannot be mistaken for a result
 
 import ast
 import builtins
+import hashlib
 import io
 import json
 import linecache
+import math
 import os
+import re
 import resource
 import signal
 import sys
@@ -90,6 +93,49 @@ def _short(text, limit=300):
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+def canonical(value):
+    """A value as ``==`` compares it, for grouping programs by behaviour: ``3.0`` is ``3``, a dict or a set in any
+    order, floats to 12 significant digits and below 1e-9 zero (rounding noise); ``True`` stays apart from 1."""
+    if isinstance(value, bool) or value is None or isinstance(value, (str, bytes)):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        value = 0.0 if abs(value) < 1e-9 else value
+        return int(value) if value.is_integer() else float(format(value, ".12g"))
+    if isinstance(value, (list, tuple)):
+        return type(value)(canonical(v) for v in value)
+    if isinstance(value, dict):
+        return ("dict", sorted((repr(canonical(k)), repr(canonical(v))) for k, v in value.items()))
+    if isinstance(value, (set, frozenset)):
+        return ("set", sorted(repr(canonical(v)) for v in value))
+    return value
+
+
+def canonical_token(token):
+    """A printed token as ``outputs_match`` compares it: integers by value, other numbers to 6 significant digits
+    and below 1e-6 zero (its absolute tolerance)."""
+    if re.fullmatch(r"[+-]?\d+", token):
+        return str(int(token))
+    try:
+        number = float(token)
+    except ValueError:
+        return token
+    if not math.isfinite(number):
+        return token
+    return format(0.0 if abs(number) < 1e-6 else number + 0.0, ".6g")
+
+
+def digest(text):
+    """A short fingerprint of an output too long to show whole, so outputs that differ after the cut stay apart."""
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def _value_digest(value, shown):
+    try:
+        return digest(repr(canonical(value)))
+    except Exception:  # noqa: BLE001 - e.g. too deep to canonicalise: its plain repr
+        return digest(shown)
+
+
 def _error_line(exc):
     name = type(exc).__name__
     msg = str(exc)
@@ -150,7 +196,10 @@ def run_function_test(test, namespace, timeout, out_limit):
             left, right = sides
             actual = _with_timeout(timeout, lambda: eval(left, namespace))
             expected = eval(right, namespace)
-            result["actual"] = _short(repr(actual))
+            shown = repr(actual)
+            result["actual"] = _short(shown)
+            if len(shown) > 300:
+                result["digest"] = _value_digest(actual, shown)
             result["expected"] = _short(repr(expected))
             result["passed"] = bool(actual == expected)
             if not result["passed"]:
@@ -206,6 +255,8 @@ def run_stdio_test(compiled, case, timeout, out_limit, index):
         result.setdefault("error", f"Output limit exceeded ({captured.dropped} characters cut)")
     elif "error" not in result:
         result["output_full"] = output
+    if len(output) > 2000 and not captured.dropped:
+        result["digest"] = digest(" ".join(canonical_token(t) for t in output.split()))
     return result
 
 

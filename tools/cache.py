@@ -6,11 +6,15 @@ Generations are stored with LangChain's own serializer, so a cache hit replays t
 The model key leaves out the port of a loopback endpoint: the embedded server listens on a new free
 port in every process, and its answers must still be found by the next run. A cache travels between machines
 (measurement folders commit theirs), so a stored answer names its model by file name, not by the local path the
-embedded server reports.
+embedded server reports. How a call is made (its time-out and retries) is not part of the key: an answer does not
+depend on it. Entries stored before the key named each call's output limit reliably (a per-role limit set on a
+copy of the model could carry the original's key) are found by their key without the limit (``legacy_key``).
 """
 
 from __future__ import annotations
 
+import ast
+import json
 import re
 import sqlite3
 import threading
@@ -27,9 +31,49 @@ _USERINFO = re.compile(r"(https?://)[^/\s@\"]+@")
 _PATH_SEP = re.compile(r"[\\/]")
 
 
+_HOW_CALLED = ("request_timeout", "timeout", "max_retries")  # how a call is made, not what it answers
+_VERSION = "cache_key"  # marks a key written since the output limit in a key is exact
+
+
+def _normalised(llm_string: str) -> tuple[dict | None, str]:
+    """The model's serialised form without credentials, loopback port and call settings, and the text after it."""
+    text = _LOOPBACK_PORT.sub(r"\1", _USERINFO.sub(r"\1", llm_string))
+    head, sep, params = text.partition("---")
+    try:
+        model = json.loads(head)
+    except json.JSONDecodeError:
+        return None, text
+    if not isinstance(model, dict):
+        return None, text
+    kwargs = model.get("kwargs")
+    for name in _HOW_CALLED if isinstance(kwargs, dict) else ():
+        kwargs.pop(name, None)
+    return model, sep + params
+
+
 def model_key(llm_string: str) -> str:
-    """The model configuration as cached: credentials in a URL and a loopback endpoint's port removed."""
-    return _LOOPBACK_PORT.sub(r"\1", _USERINFO.sub(r"\1", llm_string))
+    """The model configuration as cached: no credentials in a URL, no loopback port, no time-out or retries."""
+    model, rest = _normalised(llm_string)
+    if model is None:
+        return rest
+    return json.dumps({**model, _VERSION: 2}, sort_keys=True) + rest
+
+
+def legacy_key(llm_string: str) -> str:
+    """The key an entry stored by an earlier version is found under: as ``model_key`` without the output limit."""
+    model, rest = _normalised(llm_string)
+    if model is None:
+        return rest
+    model.pop(_VERSION, None)
+    if isinstance(model.get("kwargs"), dict):
+        model["kwargs"].pop("max_tokens", None)
+    if rest.startswith("---"):
+        try:
+            params = ast.literal_eval(rest[3:])
+            rest = "---" + str([p for p in params if p[0] != "max_tokens"])
+        except (ValueError, SyntaxError, TypeError, IndexError, MemoryError, RecursionError):
+            pass
+    return json.dumps(model, sort_keys=True) + rest
 
 
 def portable(generation):
@@ -53,15 +97,18 @@ class SQLiteResponseCache(BaseCache):
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS responses (prompt TEXT, llm TEXT, idx INTEGER, "
                          "response TEXT, PRIMARY KEY (prompt, llm, idx))")
-        self._drop_loopback_ports()
+        self._rekey_legacy()
         self._drop_model_paths()
         self._db.commit()
 
-    def _drop_loopback_ports(self) -> None:
-        """Rekey entries written with a loopback port (by earlier versions) so they are found again."""
+    def _rekey_legacy(self) -> None:
+        """Rekey entries written by earlier versions (a loopback port, time-out and retries, an output limit that
+        may be stale in their key) under ``legacy_key``, so they are found again."""
         for (llm,) in self._db.execute("SELECT DISTINCT llm FROM responses").fetchall():
-            if model_key(llm) != llm:
-                self._db.execute("UPDATE OR IGNORE responses SET llm = ? WHERE llm = ?", (model_key(llm), llm))
+            if model_key(llm) == llm:  # written by this version
+                continue
+            if legacy_key(llm) != llm:
+                self._db.execute("UPDATE OR IGNORE responses SET llm = ? WHERE llm = ?", (legacy_key(llm), llm))
                 self._db.execute("DELETE FROM responses WHERE llm = ?", (llm,))
 
     def _drop_model_paths(self) -> None:
@@ -76,10 +123,12 @@ class SQLiteResponseCache(BaseCache):
             self._db.execute("UPDATE responses SET response = ? WHERE rowid = ?", (stored, rowid))
 
     def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
-        """The cached generations for this prompt and model, if any."""
+        """The cached generations for this prompt and model, if any (an earlier version's entry as a fallback)."""
+        query = "SELECT response FROM responses WHERE prompt = ? AND llm = ? ORDER BY idx"
         with self._lock:
-            rows = self._db.execute("SELECT response FROM responses WHERE prompt = ? AND llm = ? ORDER BY idx",
-                                    (prompt, model_key(llm_string))).fetchall()
+            rows = self._db.execute(query, (prompt, model_key(llm_string))).fetchall()
+            if not rows:
+                rows = self._db.execute(query, (prompt, legacy_key(llm_string))).fetchall()
         if not rows:
             return None
         try:

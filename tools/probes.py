@@ -11,15 +11,16 @@ tests compare. Everything but ``probe`` is pure.
 from __future__ import annotations
 
 import ast
-import math
 import random
 import re
 
 from codeforest.problems import Problem
+from codeforest.tools._runner import canonical, canonical_token
 from codeforest.tools.sandbox import run
 from codeforest.tools.testing import ExecutionResult, TestSuite
 
 TIMEOUT, RAISED = "<timeout>", "<raised {}>"
+_DIGEST = re.compile(r"<sha256 [0-9a-f]{16}>$")  # an output cut for showing: its fingerprint
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
 
 
@@ -168,39 +169,19 @@ def behaviour(output: str, *, stdio: bool = False) -> str:
     """An output as the tests compare it, so programs that the tests cannot tell apart group together: printed
     output as its whitespace-separated tokens, numbers by value (``outputs_match``: ``0.5`` = ``0.500000``,
     ``3`` = ``3.0``, floats to 6 significant digits); a returned value by ``==`` (``3`` = ``3.0``, a dict in
-    any order, floats to 12 significant digits). A raise or a time-out stays as it is."""
+    any order, floats to 12 significant digits). A raise or a time-out stays as it is; an output too long to
+    show whole is its fingerprint (``_runner.canonical`` of the whole value, taken in the sandbox)."""
     if no_answer(output):
         return output
+    long = _DIGEST.search(output)
+    if long:
+        return long.group(0)
     if stdio:
-        return " ".join(_token(t) for t in output.split())
+        return " ".join(canonical_token(t) for t in output.split())
     try:
-        return repr(_canonical(ast.literal_eval(output)))
+        return repr(canonical(ast.literal_eval(output)))
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return output  # not a literal (an object's repr, or cut short): its text
-
-
-def _token(token: str) -> str:
-    if re.fullmatch(r"[+-]?\d+", token):
-        return str(int(token))
-    try:
-        number = float(token)
-    except ValueError:
-        return token
-    return format(number + 0.0, ".6g") if math.isfinite(number) else token
-
-
-def _canonical(value: object) -> object:
-    if isinstance(value, bool) or value is None or isinstance(value, str | bytes):
-        return value
-    if isinstance(value, float) and math.isfinite(value):
-        return int(value) if value.is_integer() else float(format(value, ".12g"))
-    if isinstance(value, list | tuple):
-        return type(value)(_canonical(v) for v in value)
-    if isinstance(value, dict):
-        return ("dict", sorted((repr(_canonical(k)), repr(_canonical(v))) for k, v in value.items()))
-    if isinstance(value, set | frozenset):
-        return ("set", sorted(repr(_canonical(v)) for v in value))
-    return value
+        return output  # not a literal (an object's repr): its text
 
 
 def output_vector(result: ExecutionResult, count: int, *, stdio: bool = False) -> tuple[str, ...]:
@@ -215,7 +196,8 @@ def output_vector(result: ExecutionResult, count: int, *, stdio: bool = False) -
             outputs.append(TIMEOUT)
         elif outcome.passed or (outcome.reason == "wrong answer" and not outcome.traceback):  # it returned
             actual = outcome.actual or ""
-            outputs.append(printed(actual) if stdio else actual)
+            shown = printed(actual) if stdio else actual
+            outputs.append(f"{shown} <sha256 {outcome.digest}>" if outcome.digest else shown)
         else:
             outputs.append(RAISED.format((outcome.error or "Error").split(":")[0]))
     return tuple(outputs)

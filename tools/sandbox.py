@@ -348,7 +348,7 @@ def _outcome(tests: TestSuite, line: dict) -> TestOutcome:
     return TestOutcome(
         test=line["test"], passed=passed, expected=line.get("expected"), actual=line.get("actual"),
         error=line.get("error"), traceback=line.get("traceback"), timed_out=bool(line.get("timed_out")),
-        reason=None if passed else reason,
+        reason=None if passed else reason, digest=line.get("digest"),
     )
 
 

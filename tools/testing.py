@@ -55,6 +55,7 @@ class TestOutcome:
     traceback: str | None = None  # an excerpt, the user program's frames only
     timed_out: bool = False
     reason: str | None = None  # wrong answer | error | timeout | crash | memory | output limit | syntax
+    digest: str | None = None  # a fingerprint of an output too long for ``actual`` (to tell such outputs apart)
 
 
 @dataclass
