@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The measurement queue of issues 17, 15, 16 and 21, in the order it runs (the issue that needs the least model
-# time left first: 17 before the rest of 15 since session 10). Every step is a resumable `codeforest bench` (a rerun
-# skips finished problems), so on a new machine rerun this script and it continues. Model runs go one after
-# another: two servers at once on 2 cores are slower than in turn. Inside a step, 4 problems run at once on one
-# server with 4 slots (since session 12): batched decoding gave 1.8x the tokens per second of one stream here
-# (27.9 against 15.2 with 4 streams; 26.7 with 8), and every call keeps its 8192-token context.
+# The measurement queue of issues 17, 21, 15 and 16, in the order it runs (the issue that needs the least model
+# time left first: 17 before the rest of 15 since session 10, 21 before 15 and 16 since session 14). Every step is
+# a resumable `codeforest bench` (a rerun skips finished problems), so on a new machine rerun this script and it
+# continues. Model runs go one after another: two servers at once on 2 cores are slower than in turn. Inside a
+# step, 4 problems run at once on one server with 4 slots (since session 12): batched decoding gave 1.8x the tokens
+# per second of one stream here (27.9 against 15.2 with 4 streams; 26.7 with 8), and every call keeps its
+# 8192-token context.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/codeforest ] && PATH="$PWD/.venv/bin:$PATH"
@@ -30,6 +31,24 @@ r=[x for x in r.values() if not x.get('error')]
 print(round(sum(x['prompt_tokens']+x['completion_tokens'] for x in r)/len(r)))")
     CODEFOREST_RESAMPLE_N=1000 bench --dataset humaneval --out "$HE" --graph resample --token-budget "$budget"
 done
+# issue 21: resample with 8 samples: the first public-passing one (public), and all 8 drawn (min_candidates 8)
+# for each other selector to choose from; codetree and bester under agreement, 4 candidates
+CODEFOREST_RESAMPLE_N=8 bench --dataset humaneval --out "$HE" --graph resample
+for selector in agreement codet differential; do
+    CODEFOREST_RESAMPLE_N=8 bench --dataset humaneval --out "$HE" --graph resample --selector "$selector" \
+        --min-candidates 8
+done
+bench --dataset humaneval --out "$HE" --graph codetree --graph bester --selector agreement --min-candidates 4
+# issue 21 on apps_introductory150, after direct and resample measured again with today's prompts (the first rows,
+# from 2026-11-24, are kept in apps-intro-1.5b/first-baselines: their prompts no longer match, so nothing replays)
+bench --dataset apps_introductory150 --out "$AI" --graph direct --graph resample
+CODEFOREST_RESAMPLE_N=8 bench --dataset apps_introductory150 --out "$AI" --graph resample
+for selector in agreement codet differential; do
+    CODEFOREST_RESAMPLE_N=8 bench --dataset apps_introductory150 --out "$AI" --graph resample --selector "$selector" \
+        --min-candidates 8
+done
+bench --dataset apps_introductory150 --out "$AI" --graph codetree --graph bester
+bench --dataset apps_introductory150 --out "$AI" --graph codetree --graph bester --selector agreement --min-candidates 4
 # issue 15: the KB's topics from the search's own topic call, then RPM-MCTS with that KB and without it
 codeforest kb retopic --steps tools/kb_steps.jsonl --model local 2>&1 | tee -a measurements/kb/retopic.log
 bench --dataset apps_introductory150 --out "$AI" --graph rpm_mcts
@@ -39,20 +58,4 @@ bench --dataset apps_interview150 --out measurements/apps-interview-1.5b --graph
     --graph rethink_mcts
 codeforest collect-prm --dataset mbpp500 --sample 20 --seed 5 --model local --cache \
     --out measurements/prm-data/mbpp500-20.jsonl
-# issue 21: resample with 8 samples: the first public-passing one (public), and all 8 drawn (min_candidates 8)
-# for each other selector to choose from; codetree and bester under agreement, 4 candidates
-CODEFOREST_RESAMPLE_N=8 bench --dataset humaneval --out "$HE" --graph resample
-for selector in agreement codet differential; do
-    CODEFOREST_RESAMPLE_N=8 bench --dataset humaneval --out "$HE" --graph resample --selector "$selector" \
-        --min-candidates 8
-done
-bench --dataset humaneval --out "$HE" --graph codetree --graph bester --selector agreement --min-candidates 4
-# issue 21 on apps_introductory150 (direct, resample and rpm_mcts are already in this folder)
-CODEFOREST_RESAMPLE_N=8 bench --dataset apps_introductory150 --out "$AI" --graph resample
-for selector in agreement codet differential; do
-    CODEFOREST_RESAMPLE_N=8 bench --dataset apps_introductory150 --out "$AI" --graph resample --selector "$selector" \
-        --min-candidates 8
-done
-bench --dataset apps_introductory150 --out "$AI" --graph codetree --graph bester
-bench --dataset apps_introductory150 --out "$AI" --graph codetree --graph bester --selector agreement --min-candidates 4
 echo "== $(date -u +%FT%TZ) queue done"
