@@ -450,12 +450,13 @@ def _attempt(problem: Problem, context: RpmContext, llm: BaseChatModel, nodes: d
 def _solved(state: RpmState, context: RpmContext, nodes: dict[str, NodeRecord], leaf: str, tried: dict,
             updates: dict, held: dict | None = None) -> dict:
     """The update that ends the search: the passing roll-out's steps grafted below ``leaf``, its program kept
-    (``held``: its whole record, on the last grafted step, when ``leaf`` keeps a program of its own); while
+    (``held``: its whole record, on the last grafted step, when ``leaf`` keeps a program of its own; on ``leaf``
+    itself, in place of that program, when no step was grafted, so the node's program is the one returned); while
     ``min_candidates`` asks for more passing programs, the first success is kept and the search goes on."""
     grafted = _graft(nodes, leaf, tried["rolled"], tried["q"])
     updates.update(grafted)
     solved = list(grafted)[-1] if grafted else leaf
-    updates.setdefault(solved, {}).update({**(held if grafted and held else {}), "passing": True,
+    updates.setdefault(solved, {}).update({**(held or {}), "passing": True,
                                            "final_code": tried["code"], "execution": tried["record"]["execution"],
                                            "status": tried["record"]["status"]})
     if kit.wants_more(merge_nodes(nodes, updates), context):

@@ -32,7 +32,7 @@ from codeforest.agents.base import BudgetSpent, ModelFault
 from codeforest.context import Context
 from codeforest.graphs import kit
 from codeforest.graphs.state import NodeRecord, SearchState, total_cost
-from codeforest.tools.probes import behaviour, mutated_inputs, no_answer, probe, rejected
+from codeforest.tools.probes import behaviour, displayed, mutated_inputs, no_answer, probe, rejected
 
 
 @dataclass(frozen=True)
@@ -254,7 +254,8 @@ def candidates_of(problem: dict, programs: list[dict], inputs: list[str], expect
                                backend=context.sandbox)
         outputs = tuple(behaviour(o, stdio=problem["kind"] == "stdio") for o in shown)
         candidates.append(Candidate(program["id"], program["order"], program["value"],
-                                    kit.passes_public(program["execution"]), outputs, asserts, shown))
+                                    kit.passes_public(program["execution"]), outputs, asserts,
+                                    tuple(displayed(o) for o in shown)))
     return candidates
 
 

@@ -312,13 +312,22 @@ def test_cache_entries_of_earlier_versions_are_found_without_their_limit_and_set
         db.execute("UPDATE responses SET llm = ? WHERE prompt = 'p2'", (key(600.0, None, bound=4096),))
     cache = SQLiteResponseCache(path)
     assert cache.lookup("p", key(1800.0, 4096))[0].text == "old"
-    assert cache.lookup("p2", key(1800.0, None, bound=2048))[0].text == "bound"
+    assert cache.lookup("p2", key(1800.0, None, bound=4096))[0].text == "bound"
+    assert cache.lookup("p2", key(1800.0, None, bound=2048)) is None  # a limit bound to the call was always right
     cache.update("q", key(1800.0, 4096), [Generation(text="new")])
     assert cache.lookup("q", key(600.0, 4096))[0].text == "new"
     assert cache.lookup("q", key(600.0, 2048)) is None
     with sqlite3.connect(path) as db:
         assert model_key(key(1.0, 4096)) in {llm for (llm,) in db.execute("SELECT llm FROM responses")}
     assert SQLiteResponseCache(path).lookup("q", key(5.0, 4096))[0].text == "new"  # not rekeyed on reopening
+
+    again = tmp_path / "again.sqlite"  # one prompt asked under two time-outs (a run restarted with a longer one)
+    SQLiteResponseCache(again).update("p", "x", [Generation(text="first")])
+    SQLiteResponseCache(again).update("p", "y", [Generation(text="again")])
+    with sqlite3.connect(again) as db:
+        db.execute("UPDATE responses SET llm = ? WHERE llm = 'x'", (key(600.0, 2048),))
+        db.execute("UPDATE responses SET llm = ? WHERE llm = 'y'", (key(1800.0, 2048),))
+    assert SQLiteResponseCache(again).lookup("p", key(60.0, 4096))[0].text == "again"  # the later one stays
 
 
 def test_cached_answers_name_the_model_file_not_a_local_path(tmp_path):

@@ -340,6 +340,20 @@ def test_a_successful_rerollout_from_a_passing_node_is_a_candidate_program():
     assert ["x - -1" in p["code"] for p in distinct_programs(out)] == [False, True]
 
 
+def test_a_successful_rerollout_that_adds_no_step_is_its_node_s_program():
+    """Nothing to graft: the node that kept its passing program takes the one the search returns, record and all."""
+    from codeforest.graphs.selection import distinct_programs
+
+    script = Script(next=["Next step: Add one."], critic=["<score>6</score>"], roll=["Step 1: Add one."],
+                    reroll=["Step 1: Add one."], code=[code("x + 1"), code("x - -1")],
+                    evaluate=["<evaluation>7</evaluation>", "<evaluation>10</evaluation>"])
+    out = run(script, kb_path="", rpm_kb=False, rpm_width=1, rpm_rollouts=1, rpm_rerollout=True)
+    n1 = out["nodes"]["n1"]
+    assert out["stop_reason"] == "solved" and out["final_node"] == "n1" and set(out["nodes"]) == {"root", "n1"}
+    assert "x - -1" in n1["code"] == n1["final_code"] and n1["llm_score"] == 10
+    assert any("x - -1" in p["code"] for p in distinct_programs(out))
+
+
 def test_an_expansion_that_proposes_nothing_costs_a_rollout_and_the_next_one_samples_anew():
     script = Script(next=["", "Next step: Add one."], critic=["<score>8</score>"], roll=["Step 1: Add one."],
                     code=[code("x + 1")], evaluate=["<evaluation>10</evaluation>"])

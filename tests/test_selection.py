@@ -8,6 +8,7 @@ import pytest
 from codeforest.graphs.selection import Candidate, kept_inputs, output_groups, select
 from codeforest.tools.probes import (
     behaviour,
+    displayed,
     mutate_call,
     mutate_stdin,
     mutate_value,
@@ -51,7 +52,7 @@ def test_outputs_the_tests_cannot_tell_apart_are_one_behaviour():
         assert behaviour(alike[0]) == behaviour(alike[1]), alike
     for apart in (["3", "'3'"], ["[1]", "(1,)"], ["True", "1"], ["0.3", "0.31"], ["<raised E>", "'<raised E>'"]):
         assert behaviour(apart[0]) != behaviour(apart[1]), apart
-    assert behaviour("<object at 0x1>") == "<object at 0x1>"  # no literal: its text
+    assert behaviour("<object at 0x1>") != behaviour("<object at 0x2>")  # no literal: its text
     for alike in (["1 2 3", "1\n2\n3"], ["0.5", "0.500000"], ["1  2", "1 2"], ["3", "3.0"], ["007", "7"]):
         assert behaviour(alike[0], stdio=True) == behaviour(alike[1], stdio=True), alike
     for apart in (["1 2", "12"], ["0.5", "0.51"], ["yes", "Yes"], ["123456789", "123456788"]):
@@ -92,6 +93,25 @@ def test_outputs_too_long_to_show_are_told_apart_by_the_whole_value():
                 "n = int(input())\nprint(*[float(i) for i in range(n)])\n"]
     groups = [behaviour(probe(STDIO, code, ["1000\n"])[0][0], stdio=True) for code in printing]
     assert groups[0] != groups[1] and groups[0] == groups[2]
+    near_the_cut = ["def f(n, xs):\n    return [1] * n\n", "def f(n, xs):\n    return [1.0] * n\n"]
+    shown = [probe(FUNCTION, code, ["f(70, [])"])[0][0] for code in near_the_cut]  # 210 and 350 characters
+    assert len(shown[0]) < 300 < len(shown[1]) and behaviour(shown[0]) == behaviour(shown[1])
+    assert displayed(shown[1]) == shown[1][:303] and shown[1].endswith(">")  # the judge reads no fingerprint
+
+
+def test_a_fingerprint_never_changes_a_verdict():
+    """Printed integers over Python's 4,300-digit conversion limit, and a cyclic value returned by a program
+    that raised the recursion limit: the tests pass or fail as the program's answer says."""
+    from codeforest.tools.sandbox import run
+    from codeforest.tools.testing import TestSuite
+
+    nines = "9" * 5000
+    result = run("print('9' * int(input()))\n", TestSuite.stdio([{"input": "5000\n", "output": nines + "\n"}]))
+    assert result.passed == 1 and result.outcomes[0].digest
+    cyclic = "import sys\nsys.setrecursionlimit(10 ** 6)\ndef f(n, xs):\n    a = list(range(n))\n" \
+             "    a.append(a)\n    return a\n"
+    outcome = run(cyclic, TestSuite.function(["assert f(200, []) == 1"], "f")).outcomes[0]
+    assert outcome.reason == "wrong answer" and outcome.digest
 
 
 def test_rounding_noise_near_zero_is_zero():

@@ -13,7 +13,6 @@ copy of the model could carry the original's key) are found by their key without
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 import sqlite3
@@ -60,19 +59,14 @@ def model_key(llm_string: str) -> str:
 
 
 def legacy_key(llm_string: str) -> str:
-    """The key an entry stored by an earlier version is found under: as ``model_key`` without the output limit."""
+    """The key an entry stored by an earlier version is found under: as ``model_key`` without the model's own
+    output limit, which such a key could carry stale (a limit bound to the call was always right and stays)."""
     model, rest = _normalised(llm_string)
     if model is None:
         return rest
     model.pop(_VERSION, None)
     if isinstance(model.get("kwargs"), dict):
         model["kwargs"].pop("max_tokens", None)
-    if rest.startswith("---"):
-        try:
-            params = ast.literal_eval(rest[3:])
-            rest = "---" + str([p for p in params if p[0] != "max_tokens"])
-        except (ValueError, SyntaxError, TypeError, IndexError, MemoryError, RecursionError):
-            pass
     return json.dumps(model, sort_keys=True) + rest
 
 
@@ -103,13 +97,24 @@ class SQLiteResponseCache(BaseCache):
 
     def _rekey_legacy(self) -> None:
         """Rekey entries written by earlier versions (a loopback port, time-out and retries, an output limit that
-        may be stale in their key) under ``legacy_key``, so they are found again."""
-        for (llm,) in self._db.execute("SELECT DISTINCT llm FROM responses").fetchall():
-            if model_key(llm) == llm:  # written by this version
+        may be stale in their key) under ``legacy_key``, so they are found again. Where two old entries meet under
+        one key (e.g. a call made again after a change of time-out), the later one stays: the run that finished."""
+        keys = {llm: llm if model_key(llm) == llm else legacy_key(llm)  # the first: written by this version
+                for (llm,) in self._db.execute("SELECT DISTINCT llm FROM responses")}
+        if all(key == llm for llm, key in keys.items()):
+            return
+        kept: set[tuple] = set()
+        gone, moved = [], []
+        for rowid, prompt, llm, idx in self._db.execute(
+                "SELECT rowid, prompt, llm, idx FROM responses ORDER BY rowid DESC"):
+            if (prompt, keys[llm], idx) in kept:
+                gone.append((rowid,))
                 continue
-            if legacy_key(llm) != llm:
-                self._db.execute("UPDATE OR IGNORE responses SET llm = ? WHERE llm = ?", (legacy_key(llm), llm))
-                self._db.execute("DELETE FROM responses WHERE llm = ?", (llm,))
+            kept.add((prompt, keys[llm], idx))
+            if keys[llm] != llm:
+                moved.append((keys[llm], rowid))
+        self._db.executemany("DELETE FROM responses WHERE rowid = ?", gone)
+        self._db.executemany("UPDATE responses SET llm = ? WHERE rowid = ?", moved)
 
     def _drop_model_paths(self) -> None:
         """Rewrite entries stored with an absolute model path (by earlier versions) as ``portable`` stores them."""

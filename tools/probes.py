@@ -15,7 +15,7 @@ import random
 import re
 
 from codeforest.problems import Problem
-from codeforest.tools._runner import canonical, canonical_token
+from codeforest.tools._runner import digest, printed_digest, value_digest
 from codeforest.tools.sandbox import run
 from codeforest.tools.testing import ExecutionResult, TestSuite
 
@@ -166,22 +166,29 @@ def no_answer(output: str) -> bool:
 
 
 def behaviour(output: str, *, stdio: bool = False) -> str:
-    """An output as the tests compare it, so programs that the tests cannot tell apart group together: printed
-    output as its whitespace-separated tokens, numbers by value (``outputs_match``: ``0.5`` = ``0.500000``,
-    ``3`` = ``3.0``, floats to 6 significant digits); a returned value by ``==`` (``3`` = ``3.0``, a dict in
-    any order, floats to 12 significant digits). A raise or a time-out stays as it is; an output too long to
-    show whole is its fingerprint (``_runner.canonical`` of the whole value, taken in the sandbox)."""
+    """An output as the tests compare it, so programs that the tests cannot tell apart group together, as a
+    fingerprint: printed output by its whitespace-separated tokens, numbers by value (``outputs_match``: ``0.5`` =
+    ``0.500000``, ``3`` = ``3.0``, floats to 6 significant digits, below 1e-6 zero); a returned value by ``==``
+    (``3`` = ``3.0``, a dict in any order, floats to 12 significant digits, below 1e-9 zero); an output too long to
+    show whole by the fingerprint the sandbox took of all of it, the same function of the same value
+    (``_runner.canonical``). A raise or a time-out stays as it is."""
     if no_answer(output):
         return output
     long = _DIGEST.search(output)
     if long:
         return long.group(0)
     if stdio:
-        return " ".join(canonical_token(t) for t in output.split())
+        return f"<sha256 {printed_digest(output)}>"
     try:
-        return repr(canonical(ast.literal_eval(output)))
+        value = ast.literal_eval(output)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return output  # not a literal (an object's repr): its text
+        return f"<sha256 {digest(output)}>"  # not a literal (an object's repr): its text
+    return f"<sha256 {value_digest(value, output)}>"
+
+
+def displayed(output: str) -> str:
+    """An output as a person (or the judge) reads it: without the fingerprint of a long one."""
+    return _DIGEST.sub("", output).rstrip()
 
 
 def output_vector(result: ExecutionResult, count: int, *, stdio: bool = False) -> tuple[str, ...]:
