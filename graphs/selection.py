@@ -300,10 +300,8 @@ def select_final(state: SearchState, runtime: Runtime[Context], model: BaseChatM
     runs = len(among) if inputs else 0
     # the method's own choice stays in the result, so a harness can tell whether the selector fixed or broke it
     why.update(forced=forced, changed=changed, chosen_node=chosen.node, own_node=state.get("final_node"),
-               own_code=own_code,
-               tester_inputs=len(written),
-               mutated_inputs=len(inputs) - len(written), programs=len(programs), probe_runs=runs,
-               probe_inputs=inputs)
+               own_code=own_code, tester_inputs=len(written), mutated_inputs=len(inputs) - len(written),
+               programs=len(programs), probe_runs=runs, probe_inputs=inputs)
     if help_.error and not forced:
         why["model_error"] = help_.error
     if help_.budget_spent and not forced:
