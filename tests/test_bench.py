@@ -291,8 +291,6 @@ def test_cache_key_ignores_how_a_call_is_made_and_names_each_role_limit():
 def test_cache_entries_of_earlier_versions_are_found_without_their_limit_and_settings(tmp_path):
     """Entries keyed with a time-out, retries and a possibly stale output limit (before session 14) still replay;
     entries stored now are told apart by their limit."""
-    import json
-
     from langchain_core.outputs import Generation
 
     from codeforest.tools.cache import SQLiteResponseCache, model_key

@@ -20,7 +20,8 @@ from codeforest.tools.sandbox import run
 from codeforest.tools.testing import ExecutionResult, TestSuite
 
 TIMEOUT, RAISED = "<timeout>", "<raised {}>"
-_DIGEST = re.compile(r"<sha256 [0-9a-f]{16}>$")  # an output cut for showing: its fingerprint
+FINGERPRINT = "<sha256 {}>"  # an output as grouped (and a long one's mark after its cut text)
+_DIGEST = re.compile(r"<sha256 [0-9a-f]{16}>$")
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
 
 
@@ -178,12 +179,12 @@ def behaviour(output: str, *, stdio: bool = False) -> str:
     if long:
         return long.group(0)
     if stdio:
-        return f"<sha256 {printed_digest(output)}>"
+        return FINGERPRINT.format(printed_digest(output))
     try:
         value = ast.literal_eval(output)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return f"<sha256 {digest(output)}>"  # not a literal (an object's repr): its text
-    return f"<sha256 {value_digest(value, output)}>"
+        return FINGERPRINT.format(digest(output))  # not a literal (an object's repr): its text
+    return FINGERPRINT.format(value_digest(value, output))
 
 
 def displayed(output: str) -> str:
@@ -204,7 +205,7 @@ def output_vector(result: ExecutionResult, count: int, *, stdio: bool = False) -
         elif outcome.passed or (outcome.reason == "wrong answer" and not outcome.traceback):  # it returned
             actual = outcome.actual or ""
             shown = printed(actual) if stdio else actual
-            outputs.append(f"{shown} <sha256 {outcome.digest}>" if outcome.digest else shown)
+            outputs.append(f"{shown} {FINGERPRINT.format(outcome.digest)}" if outcome.digest else shown)
         else:
             outputs.append(RAISED.format((outcome.error or "Error").split(":")[0]))
     return tuple(outputs)
