@@ -107,13 +107,17 @@ def parse_thoughts(text: str, width: int) -> list[tuple[str, float]]:
             continue
         thought = next((str(v) for k, v in entry.items() if str(k).lower().startswith("thought")), None)
         prior = next((v for k, v in entry.items() if str(k).lower().startswith("reasonab")), 1.0)
-        try:
-            prior = float(prior)
-        except (TypeError, ValueError):
-            prior = 1.0
         if thought and thought.strip():
-            items.append((thought.strip(), prior))
+            items.append((thought.strip(), as_prior(prior)))
     return items[:width]
+
+
+def as_prior(value) -> float:
+    """A thought's reasonableness as a number; 1.0 (the released fallback) when it is none."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 1.0
 
 
 def own_words(prompt: Prompt, key: str, formats: str | None = None) -> str:
@@ -149,7 +153,7 @@ def thoughts(model: BaseChatModel, prompt: Prompt, problem: Problem, *, previous
     parsed, raw, cost = structured_call(model, with_system(prompt, user), schema, enabled=structured)
     items = []
     if parsed and isinstance(parsed.get("thoughts"), list):
-        items = [(str(t.get("thought", "")).strip(), float(t.get("reasonableness", 1.0)))
+        items = [(str(t.get("thought", "")).strip(), as_prior(t.get("reasonableness", 1.0)))
                  for t in parsed["thoughts"] if isinstance(t, dict) and str(t.get("thought", "")).strip()][:width]
     if not items:
         items = parse_thoughts(raw, width)

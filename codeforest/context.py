@@ -139,6 +139,6 @@ class VerifierContext(Context):
         "'execution': problem, thoughts, code and public-test feedback (CodePRM); 'thoughts': problem and "
         "thoughts only (the paper's math-style PRM ablation)."))
     verifier_threshold: float = Field(default=0.5, ge=0, le=1, description=(
-        "θ: a thought scoring below it is flagged as wrong (CodePRM's threshold verification)."))
-    verifier_threshold_rule: Literal["lt", "le"] = Field(default="lt", description=(
-        "'lt': flag scores < θ (the released code); 'le': scores ≤ θ (the paper)."))
+        "θ: a thought scoring at or below it is flagged as wrong (CodePRM's threshold verification)."))
+    verifier_threshold_rule: Literal["le", "lt"] = Field(default="le", description=(
+        "'le': flag scores ≤ θ (the paper); 'lt': scores < θ (the released code)."))

@@ -120,8 +120,8 @@ def verifier(context: VerifierContext, model: BaseChatModel | None = None):
                        structured=context.structured_output)
 
 
-def flag_thoughts(scores: list[float], mode: str, threshold: float, rule: str = "lt") -> list[int]:
-    """The thoughts to refine (0-based): every score below θ (``rule`` 'lt' <, 'le' ≤), else the lowest; or
+def flag_thoughts(scores: list[float], mode: str, threshold: float, rule: str = "le") -> list[int]:
+    """The thoughts to refine (0-based): every score at or below θ (``rule`` 'le' ≤, 'lt' <), else the lowest; or
     only the lowest (``mode`` 'locate_min'). Ties for the lowest go to the earliest thought."""
     if not scores:
         return []
@@ -162,8 +162,8 @@ def flawed_thoughts(mode: str, context: VerifierContext, llm: BaseChatModel, pro
     return flag_thoughts(flag_by, mode, context.verifier_threshold, context.verifier_threshold_rule), scores, cost
 
 
-def below(scores: list[float], threshold: float, rule: str = "lt") -> list[int]:
-    """The positions of the scores under θ: ``rule`` 'lt' is < (the released CodePRM code), 'le' ≤ (its paper)."""
+def below(scores: list[float], threshold: float, rule: str = "le") -> list[int]:
+    """The positions of the flagged scores: ``rule`` 'le' is ≤ θ (the CodePRM paper), 'lt' < θ (its released code)."""
     return [i for i, s in enumerate(scores) if (s <= threshold if rule == "le" else s < threshold)]
 
 

@@ -19,13 +19,16 @@ becomes the reflection for later expansions. The released code then revises a fa
 wrong step is the simulated one, the node editor may rewrite it, and one more roll-out from the kept steps
 sees the wrong code and the reflection (``rpm_edit``, ``rpm_rerollout``; off: Alg. 1 as printed); a re-roll-out
 that passes the public tests is grafted like a roll-out, and its program with the evaluator's analysis becomes the
-path's reflection. Values are
-backed up as the released code does. At the end the highest-valued node's path is turned into code once more.
+path's reflection. The value is backed up along the path. At the end, without a success, the best node's path is
+turned into code once more.
 
-Selection: ``rpm_selection="paper"`` is Eq. 2-3, Q + β·√(ln N(s) / (1 + N(s,a))) + α·10·K, with a node's
-initial Q its critic score; ``"released"`` is the released code's, where K is folded into the initial value
-V0 = (1-α)·critic + α·10·K and a child scores V + β·√(2 ln N(s) / N(s,a)), an unvisited one V + 8. Ties go to
-a seeded random choice. Everything is on the released code's 0-10 scale.
+Values: ``rpm_selection="paper"`` is Eq. 2-3, Q + β·√(ln N(s) / (1 + N(s,a))) + α·10·K, with a node's initial Q
+its critic score and Q the mean of the returns once it has any, and the final pick the highest-valued leaf;
+``"released"`` is the released code's, where K is folded into the initial value V0 = (1-α)·critic + α·10·K, a
+child scores V + β·√(2 ln N(s) / N(s,a)), an unvisited one V + 8, a simulated node's V moves halfway to the return
+and an ancestor's is the visit-weighted mean of its children's, and the final pick is the highest-valued node of
+any depth. Both pick a passing roll-out first. Ties go to a seeded random choice. Everything is on the released
+code's 0-10 scale.
 """
 
 from __future__ import annotations
@@ -71,8 +74,9 @@ class RpmContext(Context):
     rpm_temperature: float = Field(default=0.7, ge=0, le=2, description=(
         "Sampling temperature of steps, roll-outs and evaluations (released: 0.7); each call has its own seed."))
     rpm_selection: Literal["paper", "released"] = Field(default="paper", description=(
-        "'paper': Eq. 2-3, UCB + α·10·K at every selection; 'released': K folded into the initial value, "
-        "V + β·√(2 ln N / n), an unvisited child V + 8."))
+        "'paper': Eq. 2-3, UCB + α·10·K at every selection, Q the mean of the returns, the best leaf's path "
+        "implemented at the end; 'released': K folded into the initial value, V + β·√(2 ln N / n), an unvisited "
+        "child V + 8, the released blend and weighted-mean backup, the best node's path at the end."))
     rpm_kb: bool = Field(default=True, description=(
         "False: the 'w/o KB' ablation (K = 0, no knowledge base needed)."))
     rpm_filter: bool = Field(default=True, description="False: the ablation without the sibling similarity filter.")
@@ -184,11 +188,20 @@ def solution_value(pass_rate: float, llm_score: float, context: RpmContext) -> f
     return context.rpm_gamma * 10 * pass_rate + (1 - context.rpm_gamma) * llm_score
 
 
-def backed_up(nodes: dict[str, NodeRecord], leaf: str, value: float) -> dict[str, NodeRecord]:
-    """The released backup: the simulated node's V moves halfway to the value; each ancestor's V becomes the
-    visit-weighted mean of its children's V; every node on the path gets one more visit."""
-    updates: dict[str, NodeRecord] = {leaf: {"value": 0.5 * nodes[leaf].get("value", 0.0) + 0.5 * value,
-                                             "visits": nodes[leaf].get("visits", 0) + 1}}
+def backed_up(nodes: dict[str, NodeRecord], leaf: str, value: float,
+              rule: Literal["paper", "released"]) -> dict[str, NodeRecord]:
+    """One more visit for every node on the path, and its value: 'paper' (Eq. 3) the mean of the returns it has
+    received (an unvisited node's prior is replaced by the first); 'released': the simulated node's V moves
+    halfway to the value and each ancestor's V becomes the visit-weighted mean of its children's V."""
+    if rule == "paper":
+        updates = {}
+        for node_id in search.path_to(nodes, leaf):
+            visits = nodes[node_id].get("visits", 0)
+            mean = (nodes[node_id].get("value", 0.0) * visits + value) / (visits + 1)
+            updates[node_id] = {"value": mean, "visits": visits + 1}
+        return updates
+    updates = {leaf: {"value": 0.5 * nodes[leaf].get("value", 0.0) + 0.5 * value,
+                      "visits": nodes[leaf].get("visits", 0) + 1}}
     view = {**nodes, leaf: {**nodes[leaf], **updates[leaf]}}
     for node_id in reversed(search.path_to(nodes, leaf)[:-1]):
         kids = search.children(view, node_id)
@@ -199,10 +212,14 @@ def backed_up(nodes: dict[str, NodeRecord], leaf: str, value: float) -> dict[str
     return updates
 
 
-def final_choice(nodes: dict[str, NodeRecord]) -> str | None:
-    """The node ending a passing roll-out with the highest value, else the highest-valued step (ties: earliest)."""
+def final_choice(nodes: dict[str, NodeRecord], rule: Literal["paper", "released"]) -> str | None:
+    """The node ending a passing roll-out with the highest value (the released code's; the paper is silent), else
+    the highest-valued leaf ('paper') or step of any depth ('released'); ties go to the earliest."""
     steps = sorted((n for n in nodes.values() if n["id"] != ROOT), key=lambda n: n["order"])
     passing = [n for n in steps if n.get("passing")]
+    if rule == "paper":
+        parents = {n.get("parent") for n in steps}
+        steps = [n for n in steps if n["id"] not in parents]
     chosen = kit.best(passing or steps, key=lambda n: n.get("value", 0.0))
     return chosen["id"] if chosen else None
 
@@ -377,7 +394,8 @@ def revise(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel |
 def backpropagate(state: RpmState, runtime: Runtime[RpmContext]) -> dict:
     """Back the solution's value up (released rule); count the rollout; stop at the budget or the step limit."""
     context = kit.settings(runtime, CONTEXT)
-    updates = backed_up(state["nodes"], state["simulated"], state["q"]) if state.get("simulated") else {}
+    updates = backed_up(state["nodes"], state["simulated"], state["q"], context.rpm_selection) \
+        if state.get("simulated") else {}
     rollouts = state["rollouts"] + 1
     kit.emit("backpropagated", node=state.get("simulated"), value=round(state.get("q", 0.0), 3), rollout=rollouts)
     stop = state.get("stop")
@@ -399,7 +417,7 @@ def finalize(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel
         tested = [n for n in state["nodes"].values() if n.get("code")]
         return kit.finish_node(state, kit.best(tested, key=lambda n: n.get("value", 0.0))["id"] if tested else None,
                                reason)
-    chosen = final_choice(state["nodes"])
+    chosen = final_choice(state["nodes"], context.rpm_selection)
     if chosen is None:
         return kit.finish_node(state, None, reason)
     problem = state["problem"]
@@ -455,6 +473,8 @@ def _solved(state: RpmState, context: RpmContext, nodes: dict[str, NodeRecord], 
     ``min_candidates`` asks for more passing programs, the first success is kept and the search goes on."""
     grafted = _graft(nodes, leaf, tried["rolled"], tried["q"])
     updates.update(grafted)
+    if grafted:  # as after a failed roll-out: selection goes down the grafted steps
+        updates.setdefault(leaf, {})["expanded"] = True
     solved = list(grafted)[-1] if grafted else leaf
     updates.setdefault(solved, {}).update({**(held or {}), "passing": True,
                                            "final_code": tried["code"], "execution": tried["record"]["execution"],

@@ -157,3 +157,17 @@ def test_a_single_sampled_thought_copied_from_the_example_is_unread():
     out = thinker.one_thought(model, load_prompt("thinker_gvr"), PROBLEM, previous="")
     assert out.value is None and not out.parsed
     assert not thinker.echoed("Add one.", "Add one. <a thought about this problem>")  # too short to be a copy
+
+
+@pytest.mark.parametrize("reasonableness", ['"high"', "null", "[0.5]"])
+def test_a_schema_reply_with_an_unreadable_reasonableness_keeps_its_thought_at_prior_one(reasonableness):
+    """An endpoint that does not enforce the schema may send any value there: the thought stays, prior 1.0."""
+    reply = '{"thoughts": [{"thought": "Add one.", "reasonableness": ' + reasonableness + '}]}'
+    api = FakeOpenAI([reply])
+    try:
+        out = thinker.thoughts(ChatOpenAI(base_url=api.url, api_key="not-needed", model="fake", max_retries=0),
+                               load_prompt("thinker_mcts"), PROBLEM, previous="", width=3, structured=True)
+    finally:
+        api.close()
+    assert "response_format" in api.requests[0]
+    assert out.value == [("Add one.", 1.0)] and out.parsed

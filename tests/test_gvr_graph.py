@@ -50,7 +50,7 @@ def two_rollouts(second_scores='1-Thought: 0.5, 2-Thought: 0.1', refines=("Thoug
 
 def test_verify_refine_regenerate_with_exact_prompts():
     script = two_rollouts()
-    out = run(script, gvr_rollouts=2)
+    out = run(script, gvr_rollouts=2, verifier_threshold_rule="lt")
     # rollout 1: n1 fails, is verified, refined, passes, expanded; rollout 2 (root N=2: n1 = 1 + β(2)·0.6·√ln 2/2
     # = 2.065 > n2 = β(2)·0.4·√ln 2 = 1.420) goes to n1's first child n3, which fails, is refined and still fails
     assert script.roles == ["expand", "solver", "verify", "refine", "solver", "expand",
@@ -71,7 +71,7 @@ def test_verify_refine_regenerate_with_exact_prompts():
         in verify_prompt
     assert nodes["n1"]["text"] == "Return x plus one." and nodes["n1"]["replaced_thought"] == "Return x + 2."
     assert nodes["n1"]["refined"] == 1 and nodes["n1"]["prm_scores"] == [0.2] and nodes["n1"]["value"] == 1.0
-    # "1-Thought: 0.5, 2-Thought: 0.1": every second number; only 0.1 is below θ = 0.5 (strict <)
+    # "1-Thought: 0.5, 2-Thought: 0.1": every second number; only 0.1 is below θ = 0.5 (the released strict <)
     assert nodes["n3"]["prm_scores"] == [0.5, 0.1] and nodes["n3"]["text"] == "Return two."
     assert "Revise and enhance the 2-Thought" in script.prompts["refine"][1]
     assert nodes["n3"]["value"] == 0.5 and nodes["n3"]["code"].endswith("return 2")
@@ -88,8 +88,8 @@ def test_verify_refine_regenerate_with_exact_prompts():
 
 
 @pytest.mark.parametrize("settings, refined", [
-    ({}, ["2-Thought"]),  # θ = 0.5 strict: only 0.1
-    ({"verifier_threshold_rule": "le"}, ["1-Thought", "2-Thought"]),  # the paper's ≤: 0.5 too, one after another
+    ({}, ["1-Thought", "2-Thought"]),  # the paper's θ = 0.5 with ≤: 0.5 too, one after another
+    ({"verifier_threshold_rule": "lt"}, ["2-Thought"]),  # the released code's strict <: only 0.1
     ({"gvr_verify": "locate_min"}, ["2-Thought"]),
 ])
 def test_threshold_rules_and_locate_min_choose_the_refined_thoughts(settings, refined):
@@ -209,8 +209,8 @@ def test_pure_rules():
     assert parse_location("The 2-Thought is wrong.", 3) == 1
     assert parse_location("Thought 4 is wrong.", 3) is None and parse_location("none", 3) is None
     assert parse_location('{"problematic id": 0}', 3) is None
-    assert flag_thoughts([0.6, 0.4, 0.5], "threshold", 0.5) == [1]
-    assert flag_thoughts([0.6, 0.4, 0.5], "threshold", 0.5, "le") == [1, 2]
+    assert flag_thoughts([0.6, 0.4, 0.5], "threshold", 0.5) == [1, 2]  # the paper's ≤
+    assert flag_thoughts([0.6, 0.4, 0.5], "threshold", 0.5, "lt") == [1]
     assert flag_thoughts([0.9, 0.8], "threshold", 0.5) == [1]  # none below: the lowest
     assert flag_thoughts([0.3, 0.3, 0.9], "locate_min", 0.5) == [0]  # ties: the earliest
     assert flag_thoughts([], "threshold", 0.5) == []

@@ -113,16 +113,20 @@ def test_a_failed_rollout_is_located_grafted_and_reflected_then_a_passing_one_en
     assert [n["text"] for n in first] == ["Add one to the argument.", "Square the argument."]
     assert [n["step_score"] for n in first] == [7.0, 2.0] and first[0]["kb_reward"] > first[1]["kb_reward"] > 0
     n1 = nodes["n1"]
-    # roll-out 1: pass 0/2, LLM 2 -> Q = 0.5*0 + 0.5*2 = 1; step 3 wrong: the rolled step 2 is grafted below n1
-    assert n1["llm_score"] == 2.0 and n1["visits"] == 1 and n1["value"] == pytest.approx(0.5 * 7 + 0.5 * 1.0)
+    # roll-out 1: pass 0/2, LLM 2 -> Q = 0.5*0 + 0.5*2 = 1 (n1's Q now: the mean of its one return); step 3 wrong:
+    # the rolled step 2 is grafted below n1
+    assert n1["llm_score"] == 2.0 and n1["visits"] == 1 and n1["value"] == pytest.approx(1.0)
     grafted = [n for n in nodes.values() if n.get("grafted")]
     assert [(n["text"], n["parent"], n["value"], n["visits"]) for n in grafted] == [
-        ("Add one more.", "n1", 1.0, 1)]  # roll-out 1's step before the wrong one, valued Q = 1
+        ("Add one more.", "n1", 1.0, 1),  # roll-out 1's step before the wrong one, valued Q = 1
+        ("Return it.", "n4", 0.5 * 10 + 0.5 * 9.5, 1)]  # roll-out 2's new step, which passed
     assert "add exactly one" in n1["reflection"] and "adds two" in script.prompts["locate"][0]
-    assert all("add exactly one" in p for p in script.prompts["next"][3:])  # the reflection guides expansion 2
-    # selection 2 (N(root) = 1, so no exploration term): n1 (4 + 5·K) beats n2 (2 + 5·K); the graft made n1
-    # expanded, so selection goes on to the grafted n3, which is expanded; the critic's best, n4, passes
-    assert [nodes[i]["parent"] for i in ("n4", "n5", "n6")] == ["n3"] * 3 and out["final_node"] == "n4"
+    assert nodes["n3"]["reflection"] == n1["reflection"] and not nodes["n2"].get("reflection")  # on n1's path
+    assert not any("add exactly one" in p for p in script.prompts["next"][3:])  # so not in n2's expansion
+    # selection 2 (N(root) = 1, so no exploration term): n2's prior (2 + 5·K) beats n1's return (1 + 5·K, K only
+    # 0.04 higher); the critic's best of n2's children, n4, rolls out and passes
+    assert nodes["n2"]["kb_reward"] < nodes["n1"]["kb_reward"] < nodes["n2"]["kb_reward"] + 0.2
+    assert [nodes[i]["parent"] for i in ("n4", "n5", "n6")] == ["n2"] * 3 and out["final_node"] == "n7"
     assert out["stop_reason"] == "solved" and "x + 1" in out["final_code"] and out["public_pass_rate"] == 1.0
     solved = nodes[out["final_node"]]
     assert solved["passing"] and solved["final_code"] == out["final_code"]
@@ -176,30 +180,41 @@ def test_selection_values_and_backup_by_hand():
     assert initial_value(6, 0.4, with_kb) == pytest.approx(0.5 * 6 + 2)
     assert solution_value(0.5, 8, paper) == pytest.approx(0.5 * 5 + 0.5 * 8)
     assert kept_siblings([[1, 0.9, 0.2], [0.9, 1, 0.1], [0.2, 0.1, 1]], 0.85) == [0, 2]
-    nodes = {"root": {"id": "root", "parent": None, "visits": 2, "value": 0.0, "order": 0},
+    nodes = {"root": {"id": "root", "parent": None, "visits": 2, "value": 6.0, "order": 0},
              "a": {"id": "a", "parent": "root", "visits": 1, "value": 4.0, "order": 1},
-             "b": {"id": "b", "parent": "root", "visits": 1, "value": 8.0, "order": 2}}
-    updates = backed_up(nodes, "a", 6.0)  # a: 0.5·4 + 0.5·6 = 5, 2 visits; root: (5·2 + 8·1) / 3
-    assert updates == {"a": {"value": 5.0, "visits": 2}, "root": {"value": pytest.approx(6.0), "visits": 3}}
-    assert final_choice({**nodes, "b": {**nodes["b"], "value": 1.0, "passing": True}}) == "b"
-    assert final_choice(nodes) == "b"
+             "b": {"id": "b", "parent": "root", "visits": 1, "value": 8.0, "order": 2},
+             "c": {"id": "c", "parent": "b", "visits": 0, "value": 7.0, "order": 3}}
+    updates = backed_up(nodes, "a", 1.0, "released")  # a: 0.5·4 + 0.5·1 = 2.5, 2 visits; root: (2.5·2 + 8·1) / 3
+    assert updates == {"a": {"value": 2.5, "visits": 2}, "root": {"value": pytest.approx(13 / 3), "visits": 3}}
+    # the paper's Q, the mean of the returns: a (4 + 1) / 2; root (6·2 + 1) / 3; an unvisited node's prior goes
+    updates = backed_up(nodes, "a", 1.0, "paper")
+    assert updates == {"a": {"value": 2.5, "visits": 2}, "root": {"value": pytest.approx(13 / 3), "visits": 3}}
+    updates = backed_up(nodes, "c", 1.0, "paper")
+    assert updates == {"c": {"value": 1.0, "visits": 1}, "b": {"value": 4.5, "visits": 2},
+                       "root": {"value": pytest.approx(13 / 3), "visits": 3}}
+    assert backed_up(nodes, "c", 1.0, "released")["b"] == {"value": 0.5 * 7 + 0.5, "visits": 2}
+    passing = {**nodes, "a": {**nodes["a"], "value": 1.0, "passing": True}}
+    assert final_choice(passing, "paper") == final_choice(passing, "released") == "a"  # a passing roll-out first
+    assert final_choice(nodes, "released") == "b"  # the highest-valued step
+    assert final_choice(nodes, "paper") == "c"  # the paper: the highest-valued leaf
     rng = random.Random(0)
     assert {rng.choice(["x", "y"]) for _ in range(20)} == {"x", "y"}  # ties are random, seeded per rollout
 
 
-@pytest.mark.parametrize("selection, n1_value, expanded_second", [("paper", 0.5 * 8 + 0.5 * 6.5, "n1"),
-                                                                  ("released", 0.5 * 8 + 0.5 * 6.5, "n2")])
-def test_exact_values_and_the_second_expansion_under_both_selection_readings(selection, n1_value, expanded_second):
+@pytest.mark.parametrize("selection, llm, n1_value, expanded_second", [
+    ("paper", 8, 6.5, "n1"), ("released", 8, 0.5 * 8 + 0.5 * 6.5, "n2"), ("paper", 5, 5.0, "n2")])
+def test_exact_values_and_the_second_expansion_under_both_selection_readings(selection, llm, n1_value,
+                                                                             expanded_second):
     """Roll-out 1 simulates n1 (critic 8 > 6): 1 of 2 tests, LLM 8, so Q = 0.5·10·0.5 + 0.5·8 = 6.5.
-    Paper: V0 = critic; n1 = 0.5·8 + 0.5·6.5 = 7.25 beats n2's 6 (no exploration at N(root) = 1): n1 is expanded.
-    Released (no KB, so V0 = critic as the released code keeps it): n1 = 7.25 too, while unvisited n2 scores
-    6 + 8: n2 is expanded."""
+    Paper: V0 = critic until visited, then Q = the mean of the returns: n1's 6.5 beats n2's 6 (no exploration at
+    N(root) = 1): n1 is expanded; with LLM 5, Q = 5 < 6: n2 is. Released (no KB, so V0 = critic as the released
+    code keeps it): n1 = 0.5·8 + 0.5·6.5 = 7.25, while unvisited n2 scores 6 + 8: n2 is expanded."""
     script = Script(next=["Next step: Add one.", "Next step: Add two.", "Next step: Return x + 1.",
                           "Next step: Return 1 + x."],
                     critic=["<score>8</score>", "<score>6</score>", "<score>5</score>", "<score>5</score>"],
                     roll=["Step 1: Add one.\nStep 2: Check it.", "Step 1: x\nStep 2: Return x + 1."],
                     code=[code("2 if x == 1 else 0"), code("x + 1")],
-                    evaluate=["<evaluation>8</evaluation>", "<evaluation>10</evaluation>"],
+                    evaluate=[f"<evaluation>{llm}</evaluation>", "<evaluation>10</evaluation>"],
                     locate=["<step_n>2</step_n> Check nothing, add one."])
     out = run(script, kb_path="", rpm_kb=False, rpm_filter=False, rpm_ldb=False, rpm_width=2, rpm_rollouts=2,
               rpm_selection=selection)
@@ -209,6 +224,34 @@ def test_exact_values_and_the_second_expansion_under_both_selection_readings(sel
     assert nodes["n2"]["value"] == 6.0 and nodes["n2"]["visits"] == 0
     assert {nodes[i]["parent"] for i in ("n3", "n4")} == {expanded_second}
     assert out["stop_reason"] == "solved" and out["cost"]["llm_calls"] == 8 + 7  # roll-out 1 with the locator
+
+
+@pytest.mark.parametrize("selection, final", [("paper", "n2"), ("released", "n1")])
+def test_at_the_budget_the_paper_implements_the_best_leaf_the_released_code_the_best_node(selection, final):
+    """n1 (critic 10) rolls out to a failure, Q = 0.5·10·0.5 + 0.5·4 = 4.5, located at step 3: step 2 is grafted
+    as n2 (V = 4.5, a leaf). Paper: n1's Q is 4.5 too, and n2 is the leaf ("the leaf node with the highest state
+    value"). Released: n1 = 0.5·10 + 0.5·4.5 = 7.25, the highest V of any node, its path one step shorter."""
+    script = Script(next=["Next step: Add one."], critic=["<score>10</score>"],
+                    roll=["Step 1: Add one.\nStep 2: Keep it.\nStep 3: Return 0."],
+                    code=[code("2 if x == 1 else 0"), code("x + 1")],
+                    evaluate=["<evaluation>4</evaluation>"], locate=["<step_n>3</step_n> do not return 0"])
+    out = run(script, kb_path="", rpm_kb=False, rpm_ldb=False, rpm_width=1, rpm_rollouts=1, rpm_selection=selection)
+    assert out["nodes"]["n2"]["parent"] == "n1" and out["nodes"]["n2"]["text"] == "Keep it."
+    assert out["final_node"] == final
+    assert script.prompts["code"][-1].count("Keep it.") == (final == "n2")
+
+
+def test_a_success_that_grafts_steps_sends_the_next_selection_down_them():
+    """With min_candidates 2 the search goes on after a success; the released code marks the node above a graft
+    expanded, so the next roll-out descends the passing chain instead of adding siblings to it."""
+    script = Script(next=["Next step: Add one.", "Next step: Other."], critic=["<score>8</score>"] * 2,
+                    roll=["Step 1: Add one.\nStep 2: Return it.", "Step 1: x\nStep 2: y\nStep 3: z"],
+                    code=[code("x + 1"), code("1 + x"), code("x + 1")],
+                    evaluate=["<evaluation>10</evaluation>", "<evaluation>10</evaluation>"])
+    out = run(script, kb_path="", rpm_kb=False, rpm_width=1, rpm_rollouts=2, min_candidates=2)
+    nodes = out["nodes"]
+    assert nodes["n2"]["parent"] == "n1" and nodes["n1"]["expanded"]
+    assert nodes["n3"]["parent"] == "n2"
 
 
 def test_without_the_execution_reward_the_llm_alone_decides():
@@ -227,7 +270,7 @@ def test_without_the_execution_reward_a_failed_rollout_is_neither_located_nor_re
     out = run(script, kb_path="", rpm_kb=False, rpm_exec_reward=False, rpm_width=1, rpm_rollouts=1,
               rpm_edit=True, rpm_rerollout=True)
     assert script.roles == ["next", "critic", "roll", "code", "evaluate", "code"]  # the released policy
-    assert out["stop_reason"] == "budget_exhausted" and out["nodes"]["n1"]["value"] == 0.5 * 7 + 0.5 * 3
+    assert out["stop_reason"] == "budget_exhausted" and out["nodes"]["n1"]["value"] == 3.0  # the LLM's score
 
 
 @pytest.mark.parametrize("reply, topic, held", [("I cannot tell.", None, 1), ("<topic>Other</topic>", "Other", 0)])
