@@ -204,11 +204,12 @@ def against_resampling(latest: list[dict], rows: list[dict]) -> list[str]:
     """Each run against the plain-resampling run of its model that, on the problems both ran, spent the most
     tokens per problem without spending more than it: the problems one solves and the other fails, and both
     pass@1 and tokens per problem on those problems (so a run still in progress meets the baseline's same
-    problems). Runs cheaper than every resampling run are left out."""
+    problems). Runs cheaper than every resampling run are left out; of two bases at equal tokens, the one whose
+    records come first."""
     runs: dict[tuple, dict[str, dict]] = {}
     for record in latest:
         runs.setdefault((run_label(record), record.get("model")), {})[record["problem_id"]] = record
-    plain = {key for key in runs if any(plain_resample(r) for r in runs[key].values())}
+    plain = [key for key in runs if any(plain_resample(r) for r in runs[key].values())]  # ordered: ties stay put
 
     def on(key: tuple, common: list[str]) -> tuple[float, float]:  # tokens per problem, pass@1
         chosen = [runs[key][p] for p in common]

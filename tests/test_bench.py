@@ -81,8 +81,9 @@ def test_select_tasks():
 
 def _private_only_strings(task) -> list[str]:
     public = json.dumps(task.problem)
-    if task.problem["kind"] == "stdio":
-        return [c["input"] for c in task.private_tests.tests if len(c["input"]) > 8 and c["input"] not in public]
+    if task.problem["kind"] == "stdio":  # inputs not shown in the problem (compared as JSON writes both)
+        return [c["input"] for c in task.private_tests.tests
+                if len(c["input"]) > 8 and json.dumps(c["input"])[1:-1] not in public]
     lines = [ln.strip() for ln in task.private_tests.tests[0].splitlines() if ln.strip().startswith("assert")]
     visible = {t.strip() for t in task.problem["public_tests"]}
     return [ln for ln in lines if ln not in visible and ln.replace("candidate", task.problem["entry_point"])
@@ -117,8 +118,9 @@ def test_no_private_test_reaches_a_graph(dataset, graph_name, fixtures, tmp_path
     for task in tasks:
         secrets = _private_only_strings(task)
         assert secrets, f"{task.id} has private-only tests to look for"
-        for secret in secrets:
-            assert secret not in everything, f"a private test of {task.id} reached the graph"
+        for secret in secrets:  # as written, and as JSON writes it (quotes and newlines escaped)
+            assert secret not in everything and json.dumps(secret)[1:-1] not in everything, \
+                f"a private test of {task.id} reached the graph"
     records = read_results(tmp_path)
     budget = {"unit": "programs", "limit": 1} if graph_name == "direct" else {"unit": "llm_calls", "limit": 3}
     assert all(r["private_tests"] > 0 and r["budget"] == budget for r in records)
@@ -474,3 +476,75 @@ def test_each_search_is_set_against_the_plain_resampling_that_spent_no_more_toke
     page = html_report(tmp_path).read_text()
     assert "Against plain resampling at no more tokens</h2><ul><li>resample selector=agreement vs" in page
     assert "<li>tree vs resample resample_n=2 on the 3 problems" in page and "<li>direct" not in page
+
+
+def _plain_records(graph, settings, tokens, solved, problems=3):
+    return [{"graph": graph, "settings": settings, "model": "m", "problem_id": f"P/{i}", "error": None,
+             "private_passed": i in solved, "prompt_tokens": tokens, "completion_tokens": 0}
+            for i in range(problems)]
+
+
+def test_the_resampling_base_is_the_most_expensive_plain_run_not_above_the_search():
+    """Plain resampling at 1,000, 1,500 and 5,000 tokens a problem: the search (4,000) meets the 1,500 run."""
+    # guards against_resampling: the costliest qualifying base, not the cheapest
+    from codeforest.report import against_resampling
+
+    records = (_plain_records("resample", {"resample_n": 2}, 1000, {0, 1})
+               + _plain_records("resample", {"resample_n": 3}, 1500, {0})
+               + _plain_records("resample", {}, 5000, {0, 1, 2}) + _plain_records("tree", {}, 4000, {0, 2}))
+    latest = latest_records(records)
+    assert against_resampling(latest, summarize(latest)) == [
+        "- tree vs resample resample_n=3 on the 3 problems both ran: solves 1 that resample resample_n=3 fails "
+        "(P/2), fails 0 that resample resample_n=3 solves (none); on them pass@1 66.7 at 4,000 tokens/problem "
+        "against 33.3 at 1,500"]
+
+
+def test_of_two_resampling_bases_at_equal_tokens_the_first_recorded_is_taken_in_every_process(tmp_path):
+    # guards against_resampling's order: a set of bases made the report depend on the process's string hashing
+    records = (_plain_records("resample", {"resample_n": 3}, 1000, {0}) + _plain_records("resample", {}, 1000, {1})
+               + _plain_records("tree", {}, 4000, {0, 1}))
+    path = tmp_path / "records.json"
+    path.write_text(json.dumps(records))
+    script = ("import json, sys; from codeforest.report import against_resampling, latest_records, summarize; "
+              "latest = latest_records(json.load(open(sys.argv[1]))); "
+              "print(against_resampling(latest, summarize(latest))[0].split(' on the ')[0])")
+    seen = {subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout.strip() for seed in range(6)}
+    assert seen == {"- tree vs resample resample_n=3"}
+
+
+def test_resampling_that_collects_several_candidates_is_no_plain_baseline():
+    # guards plain_resample: min_candidates > 1 draws past the first public-passing sample, so it is not plain
+    from codeforest.report import against_resampling, plain_resample
+
+    assert plain_resample({"graph": "resample", "settings": {"resample_n": 4, "min_candidates": 1}})
+    assert plain_resample({"graph": "resample"}) and not plain_resample({"graph": "direct"})
+    assert not plain_resample({"graph": "resample", "settings": {"min_candidates": 3}})
+    assert not plain_resample({"graph": "resample", "settings": {"selector": "agreement"}})
+    records = (_plain_records("resample", {"resample_n": 2}, 1000, {0})
+               + _plain_records("resample", {"min_candidates": 3}, 3000, {0, 1})
+               + _plain_records("tree", {}, 4000, {1}))
+    latest = latest_records(records)
+    lines = against_resampling(latest, summarize(latest))
+    assert [line.split(" on the ")[0] for line in lines] == [  # each meets the plain 1,000-token run
+        "- resample min_candidates=3 vs resample resample_n=2", "- tree vs resample resample_n=2"]
+    assert lines[0].endswith("pass@1 66.7 at 3,000 tokens/problem against 33.3 at 1,000")
+
+
+def test_curves_put_each_series_points_in_token_order():
+    # guards curves(): a series' points sorted by mean tokens, whatever the order of the rows
+    from codeforest.report import curves
+
+    def row(graph, series, model, tokens):
+        return {"graph": graph, "series": series, "model": model, "mean_tokens": tokens}
+
+    rows = [row("resample token_budget=8000", "resample", "m", 8000), row("direct", "direct", "m", 300),
+            row("resample token_budget=2000", "resample", "m", 2000),
+            row("resample token_budget=4000", "resample", "m", 4000),
+            row("resample token_budget=1000", "resample", "k", 1000),
+            {"graph": "tree", "model": "m", "mean_tokens": 5}]  # no series: its graph names it
+    found = curves(rows)
+    assert [r["mean_tokens"] for r in found[("resample", "m")]] == [2000, 4000, 8000]
+    assert set(found) == {("resample", "m"), ("direct", "m"), ("resample", "k"), ("tree", "m")}
+    assert [r["graph"] for r in found[("resample", "k")] + found[("tree", "m")]] == [
+        "resample token_budget=1000", "tree"]

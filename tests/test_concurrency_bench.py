@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextvars
 import json
 import threading
-import time
+import types
 
 import pytest
 
@@ -26,17 +26,31 @@ def test_union_length_counts_overlaps_once():
     assert stopwatch.union_length([(4, 5), (0, 1)]) == 2
 
 
-def test_parallel_calls_sum_while_busy_time_is_their_union():
+def test_parallel_calls_sum_while_busy_time_is_their_union(monkeypatch):
+    """Three model calls in threads over the same 2 s of a fake clock, then a 1 s sandbox run: 6 s of model
+    time, 1 of sandbox, 3 busy."""
+    now = [0.0]
+    monkeypatch.setattr(stopwatch, "time", types.SimpleNamespace(perf_counter=lambda: now[0]))
+    inside, leave = threading.Barrier(4, timeout=30), threading.Event()
+
+    def call():
+        with stopwatch.timed(stopwatch.MODEL):
+            inside.wait()  # all three calls have started (at 0)
+            assert leave.wait(timeout=30)  # ... and end at 2
+
     with stopwatch.timing() as tally:
-        def call():
-            with stopwatch.timed(stopwatch.MODEL):
-                time.sleep(0.2)
         threads = [threading.Thread(target=contextvars.copy_context().run, args=(call,)) for _ in range(3)]
         for t in threads:
             t.start()
+        inside.wait()
+        now[0] = 2.0
+        leave.set()
         for t in threads:
-            t.join()
-    assert tally[stopwatch.MODEL] >= 0.6 and 0.2 <= tally[stopwatch.BUSY] < 0.6
+            t.join(timeout=30)
+        now[0] = 5.0
+        with stopwatch.timed(stopwatch.SANDBOX):
+            now[0] = 6.0
+    assert tally == {stopwatch.MODEL: 6.0, stopwatch.SANDBOX: 1.0, stopwatch.BUSY: 3.0}
     with stopwatch.timed(stopwatch.MODEL):  # no tally open: nothing to add to, nothing raised
         pass
 
@@ -47,7 +61,9 @@ def test_a_bench_record_says_where_its_time_went(fixtures, tmp_path):
     with ScriptedEndpoint([], delay=0.3, respond=any_role_reply) as endpoint:
         context = Context(model="scripted", base_url=endpoint.url)
         Bench(["direct"], tasks, tmp_path, context=context, dataset="mini").run()
-    for record in read_results(tmp_path):
+    records = read_results(tmp_path)
+    assert len(records) == 2
+    for record in records:
         assert record["llm_calls"] == 1 and 0.3 <= record["model_s"] < record["wall_s"]
         assert record["sandbox_s"] > 0  # the public tests and the private scoring
         assert record["outside_s"] == round(record["outside_s"], 3) >= 0
@@ -97,6 +113,35 @@ def test_the_command_prints_and_writes_the_table(fixtures, tmp_path, capsys):
                  "--out", str(tmp_path)]) == 2  # three problems cannot fill eight places
 
 
+def gather_in_flight(endpoint: ScriptedEndpoint, gather: range, gather_s: float = 10.0) -> dict:
+    """Count the requests ``endpoint`` is answering at once (``peak``). The requests numbered in ``gather`` (from 1,
+    in order of arrival) each wait until the last of them has arrived, so requests sent together are seen together
+    however slow the machine; if that takes ``gather_s``, no request waits any longer."""
+    seen = {"arrived": 0, "active": 0, "peak": 0, "open": False}
+    lock = threading.Condition()
+    answer = endpoint.server.RequestHandlerClass
+
+    class Counted(answer):
+        def do_POST(self):  # noqa: N802 - http.server's naming
+            with lock:
+                seen["arrived"] += 1
+                seen["active"] += 1
+                seen["peak"] = max(seen["peak"], seen["active"])
+                lock.notify_all()
+                if seen["arrived"] in gather and not lock.wait_for(
+                        lambda: seen["open"] or seen["arrived"] >= gather[-1], timeout=gather_s):
+                    seen["open"] = True  # they were not sent together: let every request go on
+                    lock.notify_all()
+            try:
+                super().do_POST()
+            finally:
+                with lock:
+                    seen["active"] -= 1
+
+    endpoint.server.RequestHandlerClass = Counted
+    return seen
+
+
 def test_a_graphs_own_concurrency_is_the_number_of_calls_in_flight():
     """bester_concurrency=3 sends 3 reflections at once (LangGraph's max_concurrency counts one task more)."""
     from codeforest.api import solve
@@ -104,15 +149,8 @@ def test_a_graphs_own_concurrency_is_the_number_of_calls_in_flight():
 
     problem = {"id": "T/f", "prompt": "def f(x):\n    pass\n", "kind": "function", "entry_point": "f",
                "public_tests": ["assert f(1) == 2"]}
-    stamps: list[float] = []
-    started = time.perf_counter()
-
-    def respond(body):
-        stamps.append(time.perf_counter() - started)
-        return any_role_reply(body)
-
-    with ScriptedEndpoint([], delay=0.5, respond=respond) as endpoint:
+    with ScriptedEndpoint([], respond=any_role_reply) as endpoint:
+        seen = gather_in_flight(endpoint, range(2, 5))  # after the initial program: the round's three reflections
         solve(problem, "bester", context=BesterContext(model="scripted", base_url=endpoint.url, bester_width=3,
                                                        bester_depth=1, bester_concurrency=3))
-    reflections = stamps[1:4]  # after the initial program: the round's three reflections
-    assert len(stamps) == 7 and max(reflections) - min(reflections) < 0.3  # answered together, not one by one
+    assert len(endpoint.requests) == 7 and seen["peak"] == 3  # answered together, not one or two at a time

@@ -6,9 +6,11 @@ import json
 
 import pytest
 
+from codeforest import scoring
 from codeforest.problems import (
     FUNCTION_FILES,
     DatasetError,
+    Task,
     check_asserts,
     docstring_tests,
     load_dataset,
@@ -16,7 +18,9 @@ from codeforest.problems import (
     load_problem,
     public_suite,
 )
-from codeforest.scoring import private_asserts, score_private
+from codeforest.scoring import private_asserts, private_test_count, score_private
+from codeforest.tools.sandbox import run
+from codeforest.tools.testing import ExecutionResult, TestSuite
 
 EXPECTED_COUNTS = {"humaneval164": 164, "mbpp500": 500, "apps_introductory150": 150, "apps_interview150": 150,
                    "codecontests150": 150, "apps_stdio150": 150}
@@ -177,11 +181,52 @@ def test_the_private_pass_rate_of_a_function_problem_counts_its_asserts(fixtures
     assert (partly.passed, partly.pass_rate, partly.total) == (False, pytest.approx(2 / 3), 3)
     right = score_private(task, "def add_one(x: int) -> int:\n    return x + 1\n")
     assert (right.passed, right.pass_rate, right.total) == (True, 1.0, 3)
+    assert private_test_count(task) == 3  # the asserts, not the one check
+    stdio = load_problem(str(fixtures / "stdio.json"), load_dataset(str(fixtures / "stdio.json"))[0].id)
+    assert private_test_count(stdio) == len(stdio.private_tests) > 1  # not splittable: the tests as given
+
+
+def test_a_task_without_private_tests_is_scored_as_unknown(fixtures):
+    task = load_problem(str(fixtures / "functions.jsonl"), "Mini/1")
+    for none in (None, TestSuite.function([], "add_one")):
+        score = score_private(Task(task.problem, none, task.source), "def add_one(x):\n    return x + 1\n")
+        assert (score.passed, score.pass_rate, score.total) == (None, None, 0)
+
+
+# Right, and instant, for each assert run alone; run whole, its check's third call never returns. It counts the
+# calls of each caller frame: a copy with one assert calls it once per check() frame, the whole check three times.
+HANGS_ON_THE_THIRD_CALL = """import sys
+import time
+
+calls = {}
+
+def add_one(x: int) -> int:
+    caller = sys._getframe(1)  # kept as the key, so no later frame can reuse its identity
+    calls[caller] = calls.get(caller, 0) + 1
+    if calls[caller] == 3:
+        time.sleep(3600)  # the sandbox's per-test alarm ends it at the timeout
+    return x + 1
+"""
 
 
 def test_a_program_failing_its_whole_check_by_time_is_no_full_pass_rate(fixtures):
-    """Each of Mini/1's 3 asserts passes alone in its share of the time, the whole check does not: 2/3, not 1."""
+    """Each of Mini/1's 3 asserts passes alone, the whole check runs out of time: 2/3, not 1."""
     task = load_problem(str(fixtures / "functions.jsonl"), "Mini/1")
-    slow = "import time\n\ndef add_one(x: int) -> int:\n    time.sleep(0.45)\n    return x + 1\n"
-    score = score_private(task, slow, timeout=1.0)
-    assert (score.passed, score.pass_rate) == (False, pytest.approx(2 / 3))
+    assert run(HANGS_ON_THE_THIRD_CALL, private_asserts(task), timeout=1.0).pass_rate == 1.0  # so 2/3 is the cap
+    score = score_private(task, HANGS_ON_THE_THIRD_CALL, timeout=2.0)  # the whole check: 2 s, each assert: 1 s
+    assert (score.passed, score.pass_rate, score.total) == (False, pytest.approx(2 / 3), 3)
+
+
+@pytest.mark.parametrize("timeout, share", [(6.0, 2.0), (1.5, 1.0)])
+def test_each_assert_gets_an_equal_share_of_the_checks_time_at_least_a_second(fixtures, monkeypatch, timeout, share):
+    """Mini/1's 3 asserts: 6 s for the check gives each 2 s; 1.5 s gives each the 1 s floor (not 0.5 s)."""
+    task = load_problem(str(fixtures / "functions.jsonl"), "Mini/1")
+    timeouts = []
+
+    def fake_run(code, tests, *, timeout, backend=None):  # the whole check fails, every assert alone passes
+        timeouts.append(timeout)
+        return ExecutionResult(passed=0 if len(timeouts) == 1 else len(tests), total=len(tests))
+
+    monkeypatch.setattr(scoring, "run", fake_run)
+    score = score_private(task, "def add_one(x):\n    return x + 1\n", timeout=timeout)
+    assert timeouts == [timeout, share] and score.pass_rate == pytest.approx(2 / 3)

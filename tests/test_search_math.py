@@ -72,7 +72,7 @@ def test_backpropagation_keeps_the_maximum_and_counts_visits():
     assert updates == {"a1": {"visits": 3, "q": 0.5}, "a": {"visits": 3, "q": 0.5}, "r": {"visits": 5, "q": 0.6}}
     nodes = merge_nodes(nodes, backpropagate(nodes, "a1", 0.9))
     assert [nodes[i]["q"] for i in ("a1", "a", "r")] == [0.9, 0.9, 0.9]
-    fresh = backpropagate(nodes, "c", 0.1)
+    fresh = backpropagate({**nodes, "c": {**nodes["c"], "q": 0.5}}, "c", 0.1)
     assert fresh["c"] == {"visits": 2, "q": 0.1}  # a node's first return replaces its Q, even below it
 
 

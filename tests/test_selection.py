@@ -252,6 +252,13 @@ def test_differential_takes_the_challenger_only_when_both_orders_agree():
 
     chosen, why = differential(candidates, positional, top=3)
     assert chosen.node == "n1" and why["abstained"] == 2 and why["abstention_rate"] == 1.0
+
+    def recency(index, first, second):  # the opposite habit: always the one shown second
+        return "second"
+
+    chosen, why = differential(candidates, recency, top=3)
+    assert chosen.node == "n1" and why["abstained"] == 2
+    assert [c["verdict"] for c in why["comparisons"]] == ["abstained", "abstained"]
     chosen, why = differential(candidates, fair, top=2)  # only the two largest groups meet
     assert chosen.node == "n3" and len(why["comparisons"]) == 1
 
@@ -307,3 +314,71 @@ def test_calls_written_as_doctests_or_bare_comparisons_are_read():
     assert [c["input"] for c in parse_calls(">>> f([1, 2])\n3\n1. >>> f([])\n0", "f", False)] == ["f([1, 2])", "f([])"]
     assert parse_calls(">>> assert f([]) == 0\nf([1]) == 1\n`f([2])`", "f", True) == [
         {"input": "f([])", "expected": "0"}, {"input": "f([1])", "expected": "1"}]
+
+
+def test_within_the_chosen_group_the_best_value_wins_then_the_earliest():
+    # guards _pick: inside the chosen group the method's value decides before creation order
+    from codeforest.graphs.selection import differential
+
+    candidates = [cand("n1", "a", value=0.2), cand("n2", "a", value=0.7), cand("n3", "b", value=0.9)]
+    chosen, why = select("agreement", candidates)  # group a (n1, n2) outvotes b; in it n2 has the higher value
+    assert chosen.node == "n2" and [g["nodes"] for g in why["groups"]] == [["n1", "n2"], ["n3"]]
+    assert not why["tie_broken"]
+    assert select("codet", candidates)[0].node == "n2"  # no assert kept: scores 0, the larger group, same pick
+    assert select("agreement", [cand("n1", "a", value=0.5), cand("n2", "a", value=0.5)])[0].node == "n1"
+
+    def never(*_):
+        raise AssertionError("one group: nothing to judge")
+
+    chosen, _ = differential(_judged({"n1": ("1",), "n2": ("1",)}, {"n1": 0.1, "n2": 0.8}), never, top=3)
+    assert chosen.node == "n2"
+
+
+def test_equal_sized_groups_are_ranked_by_their_best_value_then_their_earliest_program():
+    # guards ranked_groups' value tie-break: of two equal-sized groups the one holding the higher value leads
+    from codeforest.graphs.selection import differential, ranked_groups
+
+    candidates = _judged({"n1": ("1",), "n2": ("1",), "n3": ("2",), "n4": ("2",), "n5": ("3",), "n6": ("4",)},
+                         {"n1": 0.5, "n4": 0.9})
+    groups = output_groups(candidates, [0])  # [n1 n2] best 0.5, [n3 n4] best 0.9, [n5] 0.0, [n6] 0.0
+    assert [[c.node for c in g] for g in ranked_groups(groups)] == [["n3", "n4"], ["n1", "n2"], ["n5"], ["n6"]]
+
+    def positional(index, first, second):  # abstains on every pair: the leader stays
+        return "first"
+
+    chosen, why = differential(candidates, positional, top=3)
+    assert chosen.node == "n4" and why["tie_broken"] is True
+    assert [(c["leader"], c["challenger"]) for c in why["comparisons"]] == [("n4", "n1"), ("n4", "n5")]
+    assert differential(candidates, positional, top=1)[0].node == "n4"  # the leader alone
+
+
+def test_an_input_half_the_candidates_reject_is_kept():
+    # guards rejected's strict majority: 2 of 4 raising or timing out is no majority (3 of 4 is)
+    from codeforest.tools.probes import rejected
+
+    assert not rejected(["1", "2", "<raised ValueError>", "<timeout>"])
+    assert rejected(["1", "<raised ValueError>", "<raised ValueError>", "<timeout>"])
+    assert not rejected(["1", "<timeout>"]) and rejected(["<timeout>"])
+    candidates = [cand("n1", ["1"]), cand("n2", ["1"]), cand("n3", ["<raised ValueError>"]),
+                  cand("n4", ["<timeout>"])]
+    assert kept_inputs(candidates) == [0]
+    chosen, why = select("agreement", candidates)
+    assert chosen.node == "n1" and why["inputs"] == 1 and why["dropped_inputs"] == 0
+    assert [g["size"] for g in why["groups"]] == [2, 1, 1]
+
+
+def test_a_nested_call_is_read_as_its_outermost_call_only():
+    # guards public_calls' break: one call per assert, the outermost; the inner f(1) is no public input of its own
+    problem = {**FUNCTION, "public_tests": ["assert f(f(1)) == 2", "assert f(2) == 4"]}
+    assert public_calls(problem) == ["f(f(1))", "f(2)"]
+
+
+def test_an_input_without_an_expected_value_is_no_passed_assert():
+    # guards probe: expected None means no expected output is known, so a None-returning program passes nothing
+    code = "def f(n, xs):\n    return None\n"
+    outputs, passed = probe(FUNCTION, code, ["f(1, [])", "f(2, [])"], expected=[None, "None"])
+    assert outputs == ("None", "None") and passed == frozenset({1})  # only the assert written `== None`
+    assert probe(FUNCTION, code, ["f(1, [])"], expected=[None])[1] == frozenset()
+    assert probe(FUNCTION, code, ["f(1, [])"])[1] == frozenset()  # no expected list at all
+    silent = "input()\n"  # prints nothing, as the empty placeholder output of a stdio input says
+    assert probe(STDIO, silent, ["1\n"], expected=[None]) == (("",), frozenset())

@@ -107,11 +107,14 @@ def test_private_tests_never_reach_the_tester_or_the_state(selector, fixtures, t
 
     def respond(messages):
         prompts.append("\n".join(str(m.content) for m in messages))
-        return "f(1)" if "You write test inputs" in prompts[-1] else code_reply("def nothing():\n    return 0")
+        # distinct programs, so the selector has a choice to make and asks the Tester
+        return "f(1)" if "You write test inputs" in prompts[-1] else code_reply(
+            f"def nothing():\n    return {len(prompts)}")
 
     context = resample.ResampleContext(resample_n=2, selector=selector)
     Bench(["resample"], tasks, tmp_path, context=context, dataset="mini", model=RespondingChatModel(respond=respond)
           ).run()
+    assert sum("You write test inputs" in p for p in prompts) == len(tasks)
     trees = "".join(p.read_text() for p in (tmp_path / "trees").rglob("*.json"))
     for task in tasks:
         for private in task.private_tests.tests:
@@ -253,3 +256,50 @@ def test_the_html_groups_mark_the_chosen_program_where_it_was_grouped():
            "chosen_node": "n1", "changed": False}
     page = groups_html({"final_node": "n3", "selection": why})
     assert page.count("chosen") == 1 and "<td>1</td><td>1</td><td>n1</td><td>1</td><td>chosen</td>" in page
+
+
+def test_a_final_program_whose_text_another_node_wrote_first_is_not_changed():
+    """The method returned its program from n4, whose text n2 wrote first; agreement chooses that text (listed
+    under n2): the final stays as it is."""
+    # guards `changed` by code text, not node id: the same program on another node is no change
+    from types import SimpleNamespace
+
+    from codeforest.graphs.selection import select_final
+
+    passed = {"total": 1, "passed": 1, "pass_rate": 1.0}
+    codes = {"n1": SQUARE, "n2": DOUBLE, "n3": SUM, "n4": DOUBLE}
+    nodes = {n: {"id": n, "order": i, "code": f"def f(x):\n    return {body}\n", "execution": passed}
+             for i, (n, body) in enumerate(codes.items(), 1)}
+    state = {"problem": PROBLEM, "nodes": nodes, "final_node": "n4", "final_code": nodes["n4"]["code"]}
+    update = select_final(state, SimpleNamespace(context={"selector": "agreement", "tester_inputs": 0}))
+    why = update["selection"]
+    assert [g["nodes"] for g in why["groups"]] == [["n1"], ["n2", "n3"]] and why["programs"] == 3
+    assert why["chosen_node"] == "n2" and why["own_node"] == "n4" and why["changed"] is False
+    assert not {"final_node", "final_code", "public_pass_rate"} & set(update)  # the state keeps n4
+    moved = select_final({**state, "final_node": "n1", "final_code": nodes["n1"]["code"]},
+                         SimpleNamespace(context={"selector": "agreement", "tester_inputs": 0}))
+    assert moved["selection"]["changed"] is True and moved["final_node"] == "n2"  # another text: a change
+
+
+def test_the_selection_table_leaves_out_errors_and_counts_only_real_fixes_and_public_passing_finals():
+    # guards selection_rows: errored records skipped; `fixed` needs the own program wrong; public_but_wrong
+    # needs every public test passed
+    from codeforest.report import selection_rows
+
+    base = {"graph": "resample", "model": "m", "settings": {"selector": "agreement"}}
+    records = [
+        {**base, "problem_id": "A", "public_pass_rate": 1.0, "private_passed": True,
+         "selection": {"changed": True, "own_private_passed": False}},  # fixed
+        {**base, "problem_id": "B", "public_pass_rate": 1.0, "private_passed": True,
+         "selection": {"changed": True, "own_private_passed": True}},  # right before and after: not fixed
+        {**base, "problem_id": "C", "public_pass_rate": 0.5, "private_passed": False,
+         "selection": {"changed": False}},  # fails a public test: not public-passing but wrong
+        {**base, "problem_id": "D", "public_pass_rate": 1.0, "private_passed": False,
+         "selection": {"changed": True, "own_private_passed": True}},  # broke, and public-passing but wrong
+        {**base, "problem_id": "E", "public_pass_rate": None, "private_passed": False},  # no public test
+        {**base, "problem_id": "F", "error": "model fault", "public_pass_rate": 1.0, "private_passed": False},
+    ]
+    (row,) = selection_rows(records)
+    assert row["problems"] == 5 and row["selected"] == 4 and row["changed"] == 3  # F, errored, is left out
+    assert row["fixed"] == ["A"] and row["broke"] == ["D"] and row["public_but_wrong"] == ["D"]
+    assert selection_rows(records[-1:]) == []  # a run with nothing but errors has no row
