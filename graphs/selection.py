@@ -302,6 +302,8 @@ def select_final(state: SearchState, runtime: Runtime[Context], model: BaseChatM
     why.update(forced=forced, changed=changed, chosen_node=chosen.node, own_node=state.get("final_node"),
                own_code=own_code, tester_inputs=len(written), mutated_inputs=len(inputs) - len(written),
                programs=len(programs), probe_runs=runs, probe_inputs=inputs)
+    if context.selector == "codet":
+        why["probe_expected"] = expected  # the Tester's expected value of each input (None: a mutated input)
     if help_.error and not forced:
         why["model_error"] = help_.error
     if help_.budget_spent and not forced:

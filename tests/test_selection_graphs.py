@@ -66,6 +66,8 @@ def test_codet_counts_the_testers_asserts_each_group_passes():
     model, _ = script([SQUARE, DOUBLE, SUM], tester="assert f(3) == 6\nassert f(1) == 2\nassert f(0) == 1")
     out = run(model, selector="codet", min_candidates=3, tester_inputs=3, mutated_inputs=0)
     assert [g["score"] for g in out["selection"]["groups"]] == [0, 4] and out["final_node"] == "n2"
+    assert out["selection"]["probe_expected"] == ["6", "2", "1"]  # the asserts' expected values, with the inputs
+    assert out["selection"]["probe_inputs"] == ["f(3)", "f(1)", "f(0)"]
 
 
 def test_an_unreadable_tester_reply_is_counted_and_mutations_still_decide():
