@@ -10,6 +10,7 @@ swapped for the same request in the schema's shape (`answer_format.structured`),
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import NamedTuple
 
@@ -113,11 +114,12 @@ def parse_thoughts(text: str, width: int) -> list[tuple[str, float]]:
 
 
 def as_prior(value) -> float:
-    """A thought's reasonableness as a number; 1.0 (the released fallback) when it is none."""
+    """A thought's reasonableness as a number; 1.0 (the released fallback) when it is none, or not finite."""
     try:
-        return float(value)
+        prior = float(value)
     except (TypeError, ValueError):
         return 1.0
+    return prior if math.isfinite(prior) else 1.0
 
 
 def own_words(prompt: Prompt, key: str, formats: str | None = None) -> str:

@@ -340,7 +340,9 @@ def judge_pass(state: CodeTreeState, context: CodeTreeContext, llm: BaseChatMode
                              feedback=node["feedback"], structured=context.structured_output)
     scored = verify(kit.verifier(context, llm), state["problem"]["prompt"], chain(state["nodes"], node),
                     node["code"], PRM_PASSED)
-    flagged = kit.below(scored.value, context.verifier_threshold, context.verifier_threshold_rule)
+    # an unreadable reply (0.5 a thought) flags nothing: accepted, as the Critic's unreadable verdict is
+    flagged = kit.below(scored.value, context.verifier_threshold, context.verifier_threshold_rule) \
+        if scored.parsed else []
     return Reply(not flagged, scored.raw, scored.cost, scored.parsed, _shown(scored.value))
 
 

@@ -23,12 +23,13 @@ path's reflection. The value is backed up along the path. At the end, without a 
 turned into code once more.
 
 Values: ``rpm_selection="paper"`` is Eq. 2-3, Q + β·√(ln N(s) / (1 + N(s,a))) + α·10·K, with a node's initial Q
-its critic score and Q the mean of the returns once it has any, and the final pick the highest-valued leaf;
+its critic score and Q the mean of the returns once it has any (a re-roll-out's value is a return of its own,
+backed up from the node it started from), and the final pick the highest-valued leaf;
 ``"released"`` is the released code's, where K is folded into the initial value V0 = (1-α)·critic + α·10·K, a
 child scores V + β·√(2 ln N(s) / N(s,a)), an unvisited one V + 8, a simulated node's V moves halfway to the return
-and an ancestor's is the visit-weighted mean of its children's, and the final pick is the highest-valued node of
-any depth. Both pick a passing roll-out first. Ties go to a seeded random choice. Everything is on the released
-code's 0-10 scale.
+(a re-roll-out's, when there was one) and an ancestor's is the visit-weighted mean of its children's, and the final
+pick is the highest-valued node of any depth. Both pick a passing roll-out first. Ties go to a seeded random
+choice. Everything is on the released code's 0-10 scale.
 """
 
 from __future__ import annotations
@@ -106,6 +107,7 @@ class RpmState(SearchState, total=False):
     new_steps: list[str]  # the steps the last expansion added
     simulated: str | None  # the step the last simulation rolled out
     q: float  # its solution value, to back up
+    rerolled: dict | None  # the re-roll-out after a failure: the node it started from and its value
     reflection: str  # the locator's analysis from the latest failed simulation
     rollouts: int
     solved: str | None  # the node ending a roll-out that passed
@@ -115,7 +117,8 @@ class RpmState(SearchState, total=False):
 
 
 STATE = RpmState
-FRESH = {"topic": None, "path": [], "new_steps": [], "simulated": None, "q": 0.0, "reflection": "", "rollouts": 0,
+FRESH = {"topic": None, "path": [], "new_steps": [], "simulated": None, "q": 0.0, "rerolled": None, "reflection": "",
+         "rollouts": 0,
          "solved": None, "succeeded": None, "failure": None, "stop": None}
 
 
@@ -375,8 +378,8 @@ def revise(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel |
         updates = merge_nodes(updates, {leaf: tried["record"]})
     if tried["success"]:
         held = tried["record"] if keeps_own else {}  # the program the leaf could not take
-        return {"nodes": updates, **_solved(state, context, view, leaf, tried, updates, held), "q": tried["q"],
-                "cost": total_cost(costs)}
+        return {"nodes": updates, **_solved(state, context, view, leaf, tried, updates, held),
+                "rerolled": {"node": leaf, "q": tried["q"]}, "cost": total_cost(costs)}
     grafted = {}
     if tried["passed"]:  # every public test passes but the LLM doubts it: grafted and kept, as a roll-out's is
         grafted = _graft(view, leaf, tried["rolled"], tried["q"])
@@ -388,26 +391,38 @@ def revise(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel |
     reflection = "\n".join(text for text in (tried["code"], tried["analysis"]) if text) or state["reflection"]
     for node_id in [*search.path_to(view, leaf)[1:], *grafted]:
         updates = merge_nodes(updates, {node_id: {"reflection": reflection}})
-    return {"nodes": updates, "q": tried["q"], "reflection": reflection, "cost": total_cost(costs)}
+    return {"nodes": updates, "rerolled": {"node": leaf, "q": tried["q"]}, "reflection": reflection,
+            "cost": total_cost(costs)}
 
 
 def backpropagate(state: RpmState, runtime: Runtime[RpmContext]) -> dict:
-    """Back the solution's value up (released rule); count the rollout; stop at the budget or the step limit."""
+    """Back the roll-out's value up from the simulated step, and a re-roll-out's: 'paper', as a return of its own
+    from the node it started from; 'released', in place of the roll-out's, from the simulated step. Count the
+    rollout; stop at the budget or the step limit."""
     context = kit.settings(runtime, CONTEXT)
-    updates = backed_up(state["nodes"], state["simulated"], state["q"], context.rpm_selection) \
-        if state.get("simulated") else {}
+    simulated, rerolled = state.get("simulated"), state.get("rerolled")
+    if not simulated:
+        returns = []
+    elif context.rpm_selection == "released":
+        returns = [(simulated, rerolled["q"] if rerolled else state["q"])]
+    else:
+        returns = [(simulated, state["q"])] + ([(rerolled["node"], rerolled["q"])] if rerolled else [])
+    updates: dict[str, NodeRecord] = {}
+    for node_id, value in returns:
+        updates = merge_nodes(updates, backed_up(merge_nodes(state["nodes"], updates), node_id, value,
+                                                 context.rpm_selection))
     rollouts = state["rollouts"] + 1
-    kit.emit("backpropagated", node=state.get("simulated"), value=round(state.get("q", 0.0), 3), rollout=rollouts)
+    kit.emit("backpropagated", node=simulated, value=round(returns[-1][1], 3) if returns else None, rollout=rollouts)
     stop = state.get("stop")
     if rollouts >= context.rpm_rollouts:
         stop = "budget_exhausted"
     elif kit.steps_left(state) < 5:  # select, expand, simulate, backpropagate, finalize
         stop = kit.STEP_LIMIT
-    return {"nodes": updates, "rollouts": rollouts, "stop": stop, "simulated": None}
+    return {"nodes": updates, "rollouts": rollouts, "stop": stop, "simulated": None, "rerolled": None}
 
 
 def finalize(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel | None = None) -> dict:
-    """Return the passing roll-out's code; else implement the highest-valued node's path once more."""
+    """Return the passing roll-out's code; else implement the chosen node's path once more (``final_choice``)."""
     context = kit.settings(runtime, CONTEXT)
     if state.get("solved") or state.get("succeeded"):
         node = state["nodes"][state.get("succeeded") or state["solved"]]  # the first success

@@ -159,7 +159,7 @@ def test_a_single_sampled_thought_copied_from_the_example_is_unread():
     assert not thinker.echoed("Add one.", "Add one. <a thought about this problem>")  # too short to be a copy
 
 
-@pytest.mark.parametrize("reasonableness", ['"high"', "null", "[0.5]"])
+@pytest.mark.parametrize("reasonableness", ['"high"', "null", "[0.5]", '"nan"', "NaN"])
 def test_a_schema_reply_with_an_unreadable_reasonableness_keeps_its_thought_at_prior_one(reasonableness):
     """An endpoint that does not enforce the schema may send any value there: the thought stays, prior 1.0."""
     reply = '{"thoughts": [{"thought": "Add one.", "reasonableness": ' + reasonableness + '}]}'

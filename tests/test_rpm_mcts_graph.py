@@ -241,6 +241,30 @@ def test_at_the_budget_the_paper_implements_the_best_leaf_the_released_code_the_
     assert script.prompts["code"][-1].count("Keep it.") == (final == "n2")
 
 
+@pytest.mark.parametrize("selection, n1, n3, final", [
+    ("paper", (0.5 * (4.5 + 6.5), 2), (0.5 * (4.5 + 6.5), 2), "n3"),
+    ("released", (0.5 * 10 + 0.5 * 6.5, 1), (4.5, 1), "n1")])
+def test_a_rerollout_is_a_return_of_its_own_from_where_it_started(selection, n1, n3, final):
+    """n1 (critic 10) rolls out: 1 of 2 tests, LLM 4, q1 = 4.5; step 3 is wrong, step 2 is grafted as n3 (4.5).
+    The re-roll-out from n3 scores q2 = 0.5·5 + 0.5·8 = 6.5. Paper: both are returns, q1 backed up from n1 and q2
+    from n3 (through n1): n1 and n3 both (4.5 + 6.5) / 2, and the best leaf is n3, not n2 (critic 5, never rolled
+    out). Released: the re-roll-out's score is backed up from n1 alone, 0.5·10 + 0.5·6.5; its pick, n1."""
+    script = Script(next=["Next step: Add one.", "Next step: Other."], critic=["<score>10</score>", "<score>5</score>"],
+                    roll=["Step 1: Add one.\nStep 2: Keep it.\nStep 3: Return 0."],
+                    reroll=["Step 1: Add one.\nStep 2: Keep it.\nStep 3: Return it."],
+                    code=[code("2 if x == 1 else 0"), code("2 if x == 1 else 0"), code("x + 1")],
+                    evaluate=["<evaluation>4</evaluation>", "<evaluation>8</evaluation>"],
+                    locate=["<step_n>3</step_n> do not return 0"])
+    out = run(script, "", rpm_kb=False, rpm_filter=False, rpm_ldb=False, rpm_width=2, rpm_rollouts=1,
+              rpm_rerollout=True, rpm_selection=selection)
+    nodes = out["nodes"]
+    assert nodes["n3"]["parent"] == "n1" and nodes["n3"]["text"] == "Keep it."
+    assert (nodes["n1"]["value"], nodes["n1"]["visits"]) == pytest.approx(n1)
+    assert (nodes["n3"]["value"], nodes["n3"]["visits"]) == pytest.approx(n3)
+    assert nodes["root"]["visits"] == n1[1] and nodes["n2"]["visits"] == 0
+    assert out["final_node"] == final
+
+
 def test_a_success_that_grafts_steps_sends_the_next_selection_down_them():
     """With min_candidates 2 the search goes on after a success; the released code marks the node above a graft
     expanded, so the next roll-out descends the passing chain instead of adding siblings to it."""

@@ -204,6 +204,18 @@ def test_codetree_verifier_rejects_a_visible_pass_with_a_flagged_step():
     assert out["stop_reason"] == "budget_exhausted"
 
 
+@pytest.mark.parametrize("rule", ["le", "lt"])
+def test_codetree_accepts_a_visible_pass_the_verifier_could_not_score(rule):
+    # an unreadable reply is recorded as 0.5 a thought: under the paper's <= 0.5 that would flag every thought
+    respond = codetree_script(['{"1-Thought": 0.5}', "I cannot score these."])
+    context = codetree.CodeTreeContext(structured_output=False, codetree_evaluator="verifier",
+                                       codetree_max_programs=2, verifier_threshold_rule=rule)
+    out = codetree.build_graph(model=RespondingChatModel(respond=respond)).invoke({"problem": PROBLEM},
+                                                                                  context=context)
+    assert out["nodes"]["n2"]["critic_verdict"] is True and out["stop_reason"] == "accepted"
+    assert out["cost"]["parse_failures"] == 1
+
+
 def rethink_respond(verifier_scores, prompts):
     scores, refines = list(verifier_scores), ["Still wrong.", "Thought: Add exactly one."]
     expansions = iter("ABCDEF")
