@@ -118,8 +118,7 @@ class RpmState(SearchState, total=False):
 
 STATE = RpmState
 FRESH = {"topic": None, "path": [], "new_steps": [], "simulated": None, "q": 0.0, "rerolled": None, "reflection": "",
-         "rollouts": 0,
-         "solved": None, "succeeded": None, "failure": None, "stop": None}
+         "rollouts": 0, "solved": None, "succeeded": None, "failure": None, "stop": None}
 
 
 def budget(context: RpmContext) -> int:
