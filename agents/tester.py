@@ -18,6 +18,7 @@ from codeforest.prompts import Prompt
 from codeforest.tools.probes import valid_call
 
 _TAG = re.compile(r"<input>\n?(.*?)</input>(?:\s*<output>\n?(.*?)</output>)?", re.S | re.I)
+_FENCES = re.compile(r"\A\s*```[^\n]*\n|\n?```\s*\Z")  # a code fence opening or closing a tag's text
 _LINE_PREFIX = re.compile(r"^\s*(?:[-*]|\d+[.)])?\s*`*(?:>>>\s*)?")  # a list mark, code ticks, a doctest prompt
 
 
@@ -52,7 +53,8 @@ def parse_stdin(text: str, with_expected: bool) -> list[dict]:
     """``{"input": text, "expected": output or None}`` for each <input> block, duplicates dropped."""
     found: dict[str, str | None] = {}
     for given, output in _TAG.findall(text):
-        if with_expected and not output:
+        given, output = _FENCES.sub("", given), _FENCES.sub("", output)
+        if with_expected and not output.strip():
             continue
         given = given.strip("\n") + "\n"
         if given.strip() and given not in found:

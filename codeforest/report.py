@@ -137,7 +137,7 @@ def selection_rows(records: list[dict]) -> list[dict]:
                             if r.get("private_passed") and not r["selection"].get("own_private_passed")),
             "broke": sorted(r["problem_id"] for r in changed
                             if r["selection"].get("own_private_passed") and not r.get("private_passed")),
-            "comparisons": len(comparisons),
+            "comparisons": sum(1 for c in comparisons if c.get("verdict") != "not judged"),
             "abstained": sum(1 for c in comparisons if c.get("verdict") == "abstained"),
             "faults": sorted(r["problem_id"] for r in chosen if r["selection"].get("model_error")),
         })

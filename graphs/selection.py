@@ -116,11 +116,11 @@ def select(rule: str, candidates: list[Candidate]) -> tuple[Candidate, dict]:
 
 
 def separating_input(a: Candidate, b: Candidate, inputs: list[int]) -> int | None:
-    """The first kept input on which two candidates behave differently, one where neither raises or times out
-    if there is such an input."""
+    """The first kept input on which two candidates behave differently: preferably one where the outputs a judge
+    is shown differ (long outputs can differ only after the cut), then one where neither raises or times out."""
     differ = [i for i in inputs if a.outputs[i] != b.outputs[i]]
-    clean = [i for i in differ if not (no_answer(a.outputs[i]) or no_answer(b.outputs[i]))]
-    return (clean or differ or [None])[0]
+    return min(differ, default=None, key=lambda i: (a.output(i) == b.output(i),
+                                                   no_answer(a.outputs[i]) or no_answer(b.outputs[i])))
 
 
 def ranked_groups(groups: list[list[Candidate]]) -> list[list[Candidate]]:
@@ -170,11 +170,12 @@ def differential(candidates: list[Candidate], judge: Judge, top: int) -> tuple[C
     groups = output_groups(among, inputs)
     winner, comparisons = knockout(groups, inputs, judge, top)
     abstained = sum(1 for c in comparisons if c["verdict"] == "abstained")
+    judged = sum(1 for c in comparisons if c["verdict"] != "not judged")
     width = min((len(c.outputs) for c in among), default=0)
     why = {"selector": "differential", "inputs": len(inputs), "dropped_inputs": width - len(inputs),
            "groups": [{"nodes": [c.node for c in g], "size": len(g), "score": len(g)} for g in groups],
            "comparisons": comparisons, "abstained": abstained,
-           "abstention_rate": round(abstained / len(comparisons), 3) if comparisons else None,
+           "abstention_rate": round(abstained / judged, 3) if judged else None,
            "tie_broken": len(groups) > 1 and len(ranked_groups(groups)[0]) == len(ranked_groups(groups)[1]),
            "among": "public-passing" if any(c.public for c in candidates) else "all"}
     return _pick(winner), why

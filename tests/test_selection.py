@@ -119,6 +119,10 @@ def test_rounding_noise_near_zero_is_zero():
     assert behaviour("[1e-12, 2.0]") == behaviour("[0, 2]") and behaviour("1e-06") != behaviour("0")
     assert behaviour("1e-07", stdio=True) == behaviour("0", stdio=True)
     assert behaviour("0.000002", stdio=True) != behaviour("0", stdio=True)
+    # a whole number printed as a float is that number, at any size (outputs_match calls them equal)
+    assert behaviour("500000000", stdio=True) == behaviour("500000000.0", stdio=True) == behaviour("5e8", stdio=True)
+    assert behaviour("500000000", stdio=True) != behaviour("500000001.0", stdio=True)
+    assert behaviour("-0.0", stdio=True) == behaviour("0", stdio=True)
 
 
 def test_printed_outputs_that_outputs_match_calls_equal_are_one_behaviour():
@@ -269,7 +273,24 @@ def test_a_judge_that_cannot_be_asked_is_no_abstention():
     candidates = _judged({"n1": ("5",), "n2": ("5",), "n3": ("6",)})
     chosen, why = differential(candidates, lambda *_: NOT_ASKED, top=3)
     assert chosen.node == "n1" and [c["verdict"] for c in why["comparisons"]] == ["not judged"]
-    assert why["abstained"] == 0 and why["abstention_rate"] == 0.0
+    assert why["abstained"] == 0 and why["abstention_rate"] is None  # nothing was judged: no rate
+
+
+def test_the_judge_gets_an_input_whose_shown_outputs_differ():
+    """Input 0 separates n1 from n3 only after the shown text's cut (same text, other fingerprints); input 1
+    shows the difference: the judge is asked on input 1."""
+    from codeforest.graphs.selection import differential, separating_input
+
+    long = "[" + ", ".join(["7"] * 80) + ", ..."
+    outputs = {"n1": (long + " #a", "1"), "n2": (long + " #a", "1"), "n3": (long + " #b", "2")}
+    candidates = [Candidate(node, i, 0.0, True, out, shown=(long, out[1])) for i, (node, out) in
+                  enumerate(outputs.items())]
+    assert separating_input(candidates[0], candidates[2], [0, 1]) == 1
+    seen = []
+    differential(candidates, lambda i, a, b: seen.append((i, a, b)) or "first", top=3)
+    assert seen == [(1, "1", "2"), (1, "2", "1")]
+    # when no input shows a difference, one still separates them
+    assert separating_input(candidates[0], candidates[2], [0]) == 0
 
 
 def test_the_judge_sees_the_outputs_as_given_and_groups_follow_the_tests():
@@ -382,3 +403,12 @@ def test_an_input_without_an_expected_value_is_no_passed_assert():
     assert probe(FUNCTION, code, ["f(1, [])"])[1] == frozenset()  # no expected list at all
     silent = "input()\n"  # prints nothing, as the empty placeholder output of a stdio input says
     assert probe(STDIO, silent, ["1\n"], expected=[None]) == (("",), frozenset())
+
+
+def test_stdin_the_tester_fences_inside_its_tags_is_read_without_the_fences():
+    from codeforest.agents.tester import parse_stdin
+
+    reply = "<input>\n```\n5\n1 1 0 1 1\n```\n</input>\n<output>\n```text\n3\n```\n</output>\n<input>\n2\n</input>"
+    assert parse_stdin(reply, False) == [{"input": "5\n1 1 0 1 1\n", "expected": None},
+                                         {"input": "2\n", "expected": None}]
+    assert parse_stdin(reply, True) == [{"input": "5\n1 1 0 1 1\n", "expected": "3"}]

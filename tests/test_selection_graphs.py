@@ -248,6 +248,12 @@ def test_the_report_counts_selections_that_went_on_without_a_failed_model_call()
                {**base, "problem_id": "B", "selection": {"changed": False}}]
     (row,) = selection_rows(records)
     assert row["faults"] == ["A"] and selection_cells(row)[-1] == "1 (A)"
+    # the judge's abstentions are counted among the comparisons it was asked, not those it could not be
+    judged = [{"verdict": "abstained"}, {"verdict": "leader"}, {"verdict": "not judged"}]
+    records = [{**base, "problem_id": "A", "settings": {"selector": "differential"},
+                "selection": {"changed": False, "comparisons": judged}}]
+    (row,) = selection_rows(records)
+    assert (row["abstained"], row["comparisons"]) == (1, 2) and selection_cells(row)[-2] == "1 of 2"
 
 
 def test_the_html_groups_mark_the_chosen_program_where_it_was_grouped():

@@ -111,8 +111,8 @@ def canonical(value):
 
 
 def canonical_token(token):
-    """A printed token as ``outputs_match`` compares it: integers by value, other numbers to 6 significant digits
-    and below 1e-6 zero (its absolute tolerance)."""
+    """A printed token as ``outputs_match`` compares it: integers by value (also written as floats), other numbers
+    to 6 significant digits and below 1e-6 zero (its absolute tolerance)."""
     integer = re.fullmatch(r"([+-]?)0*(\d+)", token)  # not int(): it refuses over 4,300 digits
     if integer:
         sign, digits = integer.groups()
@@ -123,6 +123,8 @@ def canonical_token(token):
         return token
     if not math.isfinite(number):
         return token
+    if number.is_integer() and abs(number) < 1e15:  # a whole number printed as a float is that number
+        return str(int(number))
     return format(0.0 if abs(number) < 1e-6 else number + 0.0, ".6g")
 
 
