@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
+from contextlib import contextmanager
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -101,3 +103,35 @@ def thought_list(*pairs) -> str:
     import json
 
     return json.dumps([{f"Thought-{i + 1}": t, "Reasonableness": p} for i, (t, p) in enumerate(pairs)])
+
+
+class InFlight:
+    """Counts calls in flight: ``peak``, the most at once, and ``threads``, the threads that made them. The calls
+    numbered in ``gather`` (from 1, in order of arrival) each wait until the last of them has arrived, so calls
+    sent together are seen together however slow the machine; if that takes ``gather_s``, no call waits longer."""
+
+    def __init__(self, gather: range = range(0), gather_s: float = 10.0):
+        self.gather, self.gather_s = gather, gather_s
+        self.active = self.peak = self.arrived = 0
+        self.threads: set[int] = set()
+        self._open = False
+        self._lock = threading.Condition()
+
+    @contextmanager
+    def call(self):
+        """One call, counted while it runs."""
+        with self._lock:
+            self.arrived += 1
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+            self.threads.add(threading.get_ident())
+            self._lock.notify_all()
+            if self.arrived in self.gather and not self._lock.wait_for(
+                    lambda: self._open or self.arrived >= self.gather[-1], timeout=self.gather_s):
+                self._open = True  # they were not sent together: let every call go on
+                self._lock.notify_all()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.active -= 1

@@ -18,6 +18,7 @@ from codeforest.graphs.rethink_mcts import RethinkContext
 from codeforest.problems import load_dataset
 from codeforest.scripted_endpoint import ScriptedEndpoint, any_role_reply, schema_instance
 from codeforest.tools import stopwatch
+from tests.fakes import InFlight
 
 
 def test_union_length_counts_overlaps_once():
@@ -113,33 +114,17 @@ def test_the_command_prints_and_writes_the_table(fixtures, tmp_path, capsys):
                  "--out", str(tmp_path)]) == 2  # three problems cannot fill eight places
 
 
-def gather_in_flight(endpoint: ScriptedEndpoint, gather: range, gather_s: float = 10.0) -> dict:
-    """Count the requests ``endpoint`` is answering at once (``peak``). The requests numbered in ``gather`` (from 1,
-    in order of arrival) each wait until the last of them has arrived, so requests sent together are seen together
-    however slow the machine; if that takes ``gather_s``, no request waits any longer."""
-    seen = {"arrived": 0, "active": 0, "peak": 0, "open": False}
-    lock = threading.Condition()
-    answer = endpoint.server.RequestHandlerClass
+def gather_in_flight(endpoint: ScriptedEndpoint, gather: range) -> InFlight:
+    """Count the requests ``endpoint`` is answering at once, gathering those numbered in ``gather`` (``InFlight``)."""
+    flight = InFlight(gather)
 
-    class Counted(answer):
+    class Counted(endpoint.server.RequestHandlerClass):
         def do_POST(self):  # noqa: N802 - http.server's naming
-            with lock:
-                seen["arrived"] += 1
-                seen["active"] += 1
-                seen["peak"] = max(seen["peak"], seen["active"])
-                lock.notify_all()
-                if seen["arrived"] in gather and not lock.wait_for(
-                        lambda: seen["open"] or seen["arrived"] >= gather[-1], timeout=gather_s):
-                    seen["open"] = True  # they were not sent together: let every request go on
-                    lock.notify_all()
-            try:
+            with flight.call():
                 super().do_POST()
-            finally:
-                with lock:
-                    seen["active"] -= 1
 
     endpoint.server.RequestHandlerClass = Counted
-    return seen
+    return flight
 
 
 def test_a_graphs_own_concurrency_is_the_number_of_calls_in_flight():
@@ -150,7 +135,7 @@ def test_a_graphs_own_concurrency_is_the_number_of_calls_in_flight():
     problem = {"id": "T/f", "prompt": "def f(x):\n    pass\n", "kind": "function", "entry_point": "f",
                "public_tests": ["assert f(1) == 2"]}
     with ScriptedEndpoint([], respond=any_role_reply) as endpoint:
-        seen = gather_in_flight(endpoint, range(2, 5))  # after the initial program: the round's three reflections
+        flight = gather_in_flight(endpoint, range(2, 5))  # after the initial program: the round's three reflections
         solve(problem, "bester", context=BesterContext(model="scripted", base_url=endpoint.url, bester_width=3,
                                                        bester_depth=1, bester_concurrency=3))
-    assert len(endpoint.requests) == 7 and seen["peak"] == 3  # answered together, not one or two at a time
+    assert len(endpoint.requests) == 7 and flight.peak == 3  # answered together, not one or two at a time

@@ -18,7 +18,7 @@ from typing_extensions import TypedDict
 from codeforest import as_chat_graph, as_solver_tool, problem_from_text
 from codeforest.graphs.state import SearchState
 from codeforest.registry import build_graph, context_for, graph_module, graph_names, recursion_limit
-from tests.fakes import RespondingChatModel, ScriptedChatModel
+from tests.fakes import InFlight, RespondingChatModel, ScriptedChatModel
 
 GRAPHS = graph_names()
 INC = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",
@@ -36,35 +36,16 @@ SMALL = {"direct": {}, "codetree": {"codetree_max_programs": 5, "codetree_width"
 class Universal:
     """A model that plays every role of every graph; programs are right unless ``wrong`` is set.
 
-    ``peak`` is the most calls it answered at once and ``threads`` the threads that called it. The calls numbered
-    in ``gather`` (from 1, in order of arrival) each wait until the last of them has arrived, so calls sent
-    together are seen together however slow the machine; if that takes ``gather_s``, no call waits any longer.
-    """
+    ``flight`` counts its calls in flight and can gather a numbered group of them (``InFlight``)."""
 
     def __init__(self, wrong: bool = False, delay: float = 0.0, gather: range = range(0), gather_s: float = 10.0):
-        self.wrong, self.delay, self.gather, self.gather_s = wrong, delay, gather, gather_s
-        self.active = self.peak = self.arrived = 0
-        self.threads: set[int] = set()
-        self._gate_open = False
-        self._lock = threading.Condition()
+        self.wrong, self.delay = wrong, delay
+        self.flight = InFlight(gather, gather_s)
 
     def __call__(self, messages) -> str:
-        with self._lock:
-            self.arrived += 1
-            self.active += 1
-            self.peak = max(self.peak, self.active)
-            self.threads.add(threading.get_ident())
-            self._lock.notify_all()
-            if self.arrived in self.gather and not self._lock.wait_for(
-                    lambda: self._gate_open or self.arrived >= self.gather[-1], timeout=self.gather_s):
-                self._gate_open = True  # they were not sent together: let every call go on
-                self._lock.notify_all()
-        try:
+        with self.flight.call():
             time.sleep(self.delay)
             return self.reply("\n".join(str(m.content) for m in messages))
-        finally:
-            with self._lock:
-                self.active -= 1
 
     def reply(self, text: str) -> str:
         roles = [("Reasonableness", json.dumps([{"Thought-1": "Add one.", "Reasonableness": 0.6},
@@ -237,13 +218,13 @@ def test_async_fan_out_is_not_capped_by_the_default_executor():
         return threading.get_ident(), await compiled.ainvoke({"problem": INC}, context=context)
 
     loop_thread, out = asyncio.run(main())
-    assert loop_thread not in universal.threads, "a model call ran on the event loop's thread"
-    assert universal.peak == 8 and out["cost"]["llm_calls"] == 17
+    assert loop_thread not in universal.flight.threads, "a model call ran on the event loop's thread"
+    assert universal.flight.peak == 8 and out["cost"]["llm_calls"] == 17
     # sync invoke: LangGraph's executor, as wide as max_concurrency allows
     universal = Universal(wrong=True, gather=reflections)
     build_graph("bester", model=RespondingChatModel(respond=universal)).invoke(
         {"problem": INC}, {"max_concurrency": 8}, context=context)
-    assert universal.peak == 8
+    assert universal.flight.peak == 8
 
 
 def test_problem_from_a_chat_message():
