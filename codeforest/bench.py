@@ -45,7 +45,8 @@ COST_FIELDS = ("llm_calls", "prompt_tokens", "completion_tokens", "programs", "s
 # Context fields that change how a run is carried out, not what it computes (the model is recorded on its
 # own; an endpoint URL may carry credentials, so it is never written).
 OPERATIONAL_FIELDS = frozenset({"model", "base_url", "api_key_env", "request_timeout", "retries", "server_slots",
-                                "cache_path", "sandbox", "bester_concurrency", "verifier_url"})
+                                "cache_path", "sandbox", "bester_concurrency", "verifier_url", "selector_base_url",
+                                "selector_api_key_env"})
 
 
 def result_settings(context: Context) -> dict:

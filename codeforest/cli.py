@@ -234,6 +234,10 @@ def _add_context_args(p: argparse.ArgumentParser, *, search: bool = True, data: 
                             "paper's)")
         p.add_argument("--min-candidates", type=_positive_int,
                        help="public-passing programs to collect before a search stops (default 1)")
+        p.add_argument("--selector-model", help="the model the Tester and the judge use (default: --model), "
+                                                "at --selector-base-url or embedded")
+        p.add_argument("--selector-base-url", help="OpenAI-compatible endpoint of --selector-model")
+        p.add_argument("--selector-api-key-env", help="environment variable holding that endpoint's key")
     if data:
         p.add_argument("--data-dir", help="benchmark folder (default: $CODEFOREST_DATA or ../shared/data)")
 
@@ -242,7 +246,8 @@ def context_from_args(args: argparse.Namespace) -> Context:
     """A Context from the CLI flags that were given (others: env or defaults)."""
     given = {k: getattr(args, k) for k in ("model", "base_url", "api_key_env", "temperature", "max_tokens",
                                            "request_timeout", "retries", "sandbox", "test_timeout", "prompts_dir",
-                                           "selector", "min_candidates")
+                                           "selector", "min_candidates", "selector_model", "selector_base_url",
+                                           "selector_api_key_env")
              if getattr(args, k, None) is not None}
     context = Context(**given)
     if context.prompts_dir:

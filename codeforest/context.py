@@ -71,6 +71,14 @@ class Context(BaseModel):
     selector_seed: int = Field(default=0, ge=0, description="Seed of the mutated inputs drawn.")
     selector_groups: int = Field(default=3, ge=2, description=(
         "Largest output groups the 'differential' selector's knock-out compares (two judge calls per pair)."))
+    selector_model: str = Field(default="", description=(
+        "The model the Tester and the judge of a non-public selector talk to (empty: the search's model), named "
+        "as `model` is: at `selector_base_url`, or embedded ('local', 'small', a .gguf path) when that is empty. "
+        "A stronger model here measures what the judge is worth while the search stays on a small one."))
+    selector_base_url: str = Field(default="", description=(
+        "The OpenAI-compatible endpoint of `selector_model` (empty: embedded)."))
+    selector_api_key_env: str = Field(default="", description=(
+        "Name of the environment variable holding `selector_base_url`'s key (empty: `api_key_env`)."))
     min_candidates: int = Field(default=1, ge=1, description=(
         "Distinct programs passing the public tests that a search which stops at the first one collects before "
         "it stops (1: the paper's rule); the selector then chooses among them."))
@@ -93,6 +101,20 @@ class Context(BaseModel):
                 reason = exc.errors()[0]["msg"]
                 raise ValueError(f"{ENV_PREFIX}{name.upper()}={raw!r} is not a valid {name}: {reason}") from None
         return data
+
+    @model_validator(mode="after")
+    def _selector_endpoint_has_a_model(self) -> Context:
+        if self.selector_base_url and not self.selector_model:
+            raise ValueError("selector_base_url is set without selector_model: name the model the Tester and the "
+                             "judge use at that endpoint")
+        return self
+
+    def selector_context(self) -> Context:
+        """The context the Tester and the judge talk through: this one, or its selector endpoint's."""
+        if not self.selector_model:
+            return self
+        return Context.of(self, model=self.selector_model, base_url=self.selector_base_url,
+                          api_key_env=self.selector_api_key_env or self.api_key_env)
 
     def slots_needed(self) -> int:
         """Model requests a run may send at once: the embedded server gets that many slots."""

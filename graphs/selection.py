@@ -229,7 +229,7 @@ class ModelHelp:
         if self.closed:
             return None
         try:
-            reply = call(kit.chat_model(self.context, self.model))
+            reply = call(self.chat_model())
         except BudgetSpent as fault:
             self.budget_spent, self.spent = True, fault.spent
             return None
@@ -239,6 +239,12 @@ class ModelHelp:
             return None
         self.costs.append(reply.cost)
         return reply.value
+
+    def chat_model(self) -> BaseChatModel:
+        """The selector's own endpoint where the context names one, else the search's model."""
+        if self.context.selector_model:
+            return kit.chat_model(self.context.selector_context())
+        return kit.chat_model(self.context, self.model)
 
     def cost(self) -> dict:
         """What the selector's calls cost."""
@@ -303,6 +309,8 @@ def select_final(state: SearchState, runtime: Runtime[Context], model: BaseChatM
     why.update(forced=forced, changed=changed, chosen_node=chosen.node, own_node=state.get("final_node"),
                own_code=own_code, tester_inputs=len(written), mutated_inputs=len(inputs) - len(written),
                programs=len(programs), probe_runs=runs, probe_inputs=inputs)
+    if context.selector_model:
+        why["selector_model"] = context.selector_model
     if context.selector == "codet":
         why["probe_expected"] = expected  # the Tester's expected value of each input (None: a mutated input)
     if help_.error and not forced:

@@ -311,3 +311,36 @@ def test_the_selection_table_leaves_out_errors_and_counts_only_real_fixes_and_pu
     assert row["problems"] == 5 and row["selected"] == 4 and row["changed"] == 3  # F, errored, is left out
     assert row["fixed"] == ["A"] and row["broke"] == ["D"] and row["public_but_wrong"] == ["D"]
     assert selection_rows(records[-1:]) == []  # a run with nothing but errors has no row
+
+
+def test_the_tester_and_the_judge_can_have_an_endpoint_of_their_own():
+    """The search runs on its model; the Tester and the judge on another (a stronger one, where the judge pays)."""
+    from codeforest.scripted_endpoint import ScriptedEndpoint
+
+    def respond(body):
+        text = json.dumps(body)
+        if "You write test inputs" in text:
+            return "f(5)"
+        return "Answer: B" if "gave different outputs" in text else "no answer"
+
+    model, prompts = script([SQUARE, SQUARE + " + 0", DOUBLE])
+    with ScriptedEndpoint([], respond=respond) as api:
+        out = run(model, selector="differential", min_candidates=3, tester_inputs=2, mutated_inputs=0,
+                  selector_model="judge-7b", selector_base_url=api.url)
+        asked = [json.dumps(body) for body in api.requests]
+    assert len(prompts) == 3 and all("You write test inputs" not in p for p in prompts)  # the search's calls only
+    assert len(asked) == 3 and "You write test inputs" in asked[0] and all('"judge-7b"' in a for a in asked)
+    why = out["selection"]
+    assert why["selector_model"] == "judge-7b" and why["tester_inputs"] == 1
+    assert why["comparisons"][0]["verdict"] == "abstained"  # "B" in both orders: the position, not the output
+    assert out["cost"]["llm_calls"] == 3 + 3
+
+
+def test_a_selector_endpoint_needs_its_model_name_and_only_the_name_is_recorded():
+    from codeforest.bench import result_settings
+
+    with pytest.raises(ValueError, match="selector_model"):
+        resample.ResampleContext(selector_base_url="http://127.0.0.1:1/v1")
+    context = resample.ResampleContext(selector="differential", selector_model="judge-7b",
+                                       selector_base_url="http://user:secret@127.0.0.1:1/v1")
+    assert result_settings(context) == {"selector": "differential", "selector_model": "judge-7b"}
