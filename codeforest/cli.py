@@ -729,13 +729,14 @@ def cmd_kb_sanity(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Serve the embedded model on 127.0.0.1 until interrupted."""
-    from codeforest.tools.models import EmbeddedServer, resolve_gguf
+    from codeforest.tools.models import EmbeddedServer, resolve_gguf, tuning_from_env
 
     gguf = resolve_gguf(args.model, progress=err.print)
     if gguf is None:
         raise ModelError(f"{args.model!r} is not an embedded model name or a .gguf file")
-    err.print(f"Loading {gguf.name} ...")
-    server = EmbeddedServer(gguf, port=args.port, n_ctx=args.n_ctx, verbose=args.verbose).start()
+    tuning = tuning_from_env()  # the settings solve and bench give their own server
+    err.print(f"Loading {gguf.name} with llama.cpp settings {json.dumps(tuning)} ...")
+    server = EmbeddedServer(gguf, port=args.port, n_ctx=args.n_ctx, verbose=args.verbose, tuning=tuning).start()
     err.print(f"Serving an OpenAI-compatible API at [bold]{server.base_url}/v1[/bold] (model {gguf.stem}); "
               "Ctrl-C stops it.")
     err.print(f"Use it with:  codeforest solve --base-url {server.base_url}/v1 --model {gguf.stem} ...")

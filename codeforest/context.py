@@ -3,8 +3,8 @@
 Each graph's ``context_schema`` is its own class (``CodeTreeContext`` in ``graphs/codetree.py`` ...), so
 LangGraph Studio shows only the settings that apply to it. Every field is validated when a context is
 built: a bad value fails with the field's name and what it accepts, before any model call. Each field
-can be overridden by an environment variable ``CODEFOREST_<FIELD>`` (upper case) when it is left at its
-default, in the style of the LangGraph react-agent template. Nothing is read at import time.
+can be set by an environment variable ``CODEFOREST_<FIELD>`` (upper case) when it is not given, in the
+style of the LangGraph react-agent template. Nothing is read at import time.
 """
 
 from __future__ import annotations

@@ -56,9 +56,9 @@ class GvrContext(VerifierContext):
         "Verify-Refine rounds per rollout for failing code (the released code: 1)."))
     gvr_verify: Literal["threshold", "locate_min", "llm_locate", "random", "last"] = Field(
         default="threshold", description=(
-            "Which thoughts are refined: every one the Verifier scores below θ (else the lowest; Table 1), or only "
-            "the lowest (Table 2); without scores (the released code's other locators): the one the model names "
-            "(its argparse default 'llm'), a random one, or the last."))
+            "Which thoughts are refined: every one θ flags under verifier_threshold_rule (else the lowest; "
+            "Table 1), or only the lowest (Table 2); without scores (the released code's other locators): the one "
+            "the model names (its argparse default 'llm'), a random one, or the last."))
     gvr_reward: Literal["pub_test", "pub_prm"] = Field(default="pub_test", description=(
         "Node value: the public pass rate (the released default), or pass rate + the Verifier's aggregate step "
         "score when every public test passes."))

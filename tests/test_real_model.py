@@ -65,6 +65,13 @@ def test_serve_runs_the_embedded_model_until_terminated():
         proc.wait()
 
 
+def test_serve_starts_with_the_same_llama_settings_as_the_in_process_server():
+    env = {**os.environ, "CODEFOREST_LLAMA_SETTINGS": '{"no_such_setting": 1}'}
+    done = subprocess.run([sys.executable, "-m", "codeforest.cli", "serve", "--model", "small", "--port", "0"],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode != 0 and "no server setting 'no_such_setting'" in done.stderr
+
+
 def test_bench_and_report_with_the_embedded_model(tmp_path):
     out = tmp_path / "bench"
     command = [sys.executable, "-m", "codeforest.cli", "bench", "--graph", "direct", "--dataset", "humaneval",
