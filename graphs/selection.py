@@ -199,6 +199,11 @@ def distinct_programs(state: SearchState) -> list[dict]:
     return [{**program, "order": k} for k, program in enumerate(seen.values())]
 
 
+def choosable(programs: list[dict]) -> list[dict]:
+    """The programs a selector chooses among: those passing the public tests, or all when none does."""
+    return [p for p in programs if kit.passes_public(p["execution"])] or programs
+
+
 def own_value(node: NodeRecord | dict) -> float:
     """The method's own value of a node or a listed program (its value, reward or public pass rate)."""
     for key in ("value", "reward"):
@@ -276,7 +281,7 @@ def select_final(state: SearchState, runtime: Runtime[Context], model: BaseChatM
     if context.selector == "public" or not programs:
         return {}
     problem = state["problem"]
-    among = [n for n in programs if kit.passes_public(n["execution"])] or programs
+    among = choosable(programs)
     help_ = ModelHelp(context, model, state)
     forced = len(among) == 1  # nothing to choose between: no Tester call, no probe input, no run
     written: list[dict] = []
