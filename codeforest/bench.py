@@ -161,6 +161,11 @@ def _safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
 
 
+def tree_path(out: str | Path, label: str, problem_id: str) -> Path:
+    """Where a run's node table is kept: ``trees/<run label>/<problem>.json`` under the results folder."""
+    return Path(out) / "trees" / _safe_name(label) / f"{_safe_name(problem_id)}.json"
+
+
 @dataclasses.dataclass
 class Progress:
     """Counts for the progress display."""
@@ -300,7 +305,7 @@ class Bench:
     def _append(self, record: dict, nodes: dict) -> None:
         with self._write_lock:
             if nodes:
-                tree = self.out / "trees" / _safe_name(run_label(record)) / f"{_safe_name(record['problem_id'])}.json"
+                tree = tree_path(self.out, run_label(record), record["problem_id"])
                 tree.parent.mkdir(parents=True, exist_ok=True)
                 tree.write_text(json.dumps(nodes), encoding="utf-8")
             append_record(self.out / RESULTS, record)

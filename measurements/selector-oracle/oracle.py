@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from codeforest.bench import _safe_name, latest_records, read_results, run_label
+from codeforest.bench import latest_records, read_results, run_label, tree_path
 from codeforest.graphs.selection import choosable, distinct_programs
 from codeforest.problems import load_dataset
 from codeforest.scoring import score_private
@@ -31,8 +31,8 @@ def main(folder: str, dataset: str) -> None:
             label = run_label(record)
             if "selection" not in record or (label, record["problem_id"]) in done:
                 continue
-            tree = out / "trees" / _safe_name(label) / f"{_safe_name(record['problem_id'])}.json"
-            among = choosable(distinct_programs({"nodes": json.loads(tree.read_text())}))
+            tree = json.loads(tree_path(out, label, record["problem_id"]).read_text())
+            among = choosable(distinct_programs({"nodes": tree}))
             right = [n["id"] for n in among if score_private(tasks[record["problem_id"]], n["code"]).passed]
             row = {"label": label, "problem_id": record["problem_id"], "candidates": len(among),
                    "public_passing": record["public_pass_rate"] == 1.0, "right": right,
