@@ -27,6 +27,7 @@ from langchain_core.language_models import BaseChatModel
 
 from codeforest.api import solve
 from codeforest.context import Context, non_default_settings
+from codeforest.graphs.kit import passes_public
 from codeforest.graphs.state import tokens_spent
 from codeforest.jsonl import append_record
 from codeforest.problems import Task
@@ -313,8 +314,7 @@ class Bench:
 
 def public_passing_programs(nodes: dict) -> int:
     """Tree nodes whose program passes every public test (RethinkMCTS Table 3's numerator)."""
-    return sum(1 for n in nodes.values() if n.get("code") and n.get("execution", {}).get("total")
-               and n["execution"]["passed"] == n["execution"]["total"])
+    return sum(1 for n in nodes.values() if n.get("code") and passes_public(n.get("execution")))
 
 
 def tree_programs(nodes: dict) -> int:

@@ -114,6 +114,11 @@ SELECTION_COLUMNS = ("graph", "problems", "public-passing but wrong", "selector 
                      "broke", "judge abstentions", "selector model faults")
 
 
+def public_but_wrong(record: dict) -> bool:
+    """A final that passes every public test and fails the private ones."""
+    return record.get("public_pass_rate") == 1.0 and not record.get("private_passed")
+
+
 def selection_rows(records: list[dict]) -> list[dict]:
     """Per run: finals that pass every public test but fail the private ones, and, where a selector ran, how
     often it replaced the method's own program and whether that fixed or broke it (private verdicts, scored by
@@ -130,8 +135,7 @@ def selection_rows(records: list[dict]) -> list[dict]:
         comparisons = [c for r in chosen for c in r["selection"].get("comparisons") or []]
         rows.append({
             "graph": label, "problems": len(group),
-            "public_but_wrong": sorted(r["problem_id"] for r in group
-                                       if r.get("public_pass_rate") == 1.0 and not r.get("private_passed")),
+            "public_but_wrong": sorted(r["problem_id"] for r in group if public_but_wrong(r)),
             "selected": len(chosen), "changed": len(changed),
             "fixed": sorted(r["problem_id"] for r in changed
                             if r.get("private_passed") and not r["selection"].get("own_private_passed")),

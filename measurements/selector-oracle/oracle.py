@@ -18,6 +18,7 @@ from pathlib import Path
 from codeforest.bench import latest_records, read_results, run_label, tree_path
 from codeforest.graphs.selection import choosable, distinct_programs
 from codeforest.problems import load_dataset
+from codeforest.report import public_but_wrong
 from codeforest.scoring import score_private
 
 
@@ -35,7 +36,7 @@ def main(folder: str, dataset: str) -> None:
             among = choosable(distinct_programs({"nodes": tree}))
             right = [n["id"] for n in among if score_private(tasks[record["problem_id"]], n["code"]).passed]
             row = {"label": label, "problem_id": record["problem_id"], "candidates": len(among),
-                   "public_passing": record["public_pass_rate"] == 1.0, "right": right,
+                   "public_but_wrong": public_but_wrong(record), "right": right,
                    "final_right": bool(record["private_passed"]), "chosen": record["selection"].get("chosen_node"),
                    "groups": [g["nodes"] for g in record["selection"].get("groups", [])]}
             sink.write(json.dumps(row) + "\n")
@@ -46,7 +47,7 @@ def main(folder: str, dataset: str) -> None:
     print("|---|---|---|---|---|---|---|")
     for label in sorted({k[0] for k in done}):
         rows = sorted((r for (lab, _), r in done.items() if lab == label), key=lambda r: r["problem_id"])
-        wrong = [r for r in rows if r["public_passing"] and not r["final_right"]]
+        wrong = [r for r in rows if r["public_but_wrong"]]
         room = [r for r in wrong if r["right"]]
         missed = [r for r in rows if r["right"] and not r["final_right"]]
         names = lambda rs: f"{len(rs)} ({', '.join(r['problem_id'] for r in rs)})" if rs else "0"  # noqa: E731
