@@ -149,11 +149,12 @@ def evaluate_solution(model: BaseChatModel, prompt: Prompt, problem: str, *, ste
 
 
 def locate_error(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list[str], code: str, debug: str,
-                 first_rolled: int) -> Reply[int]:
+                 fallback: int) -> Reply[int]:
     """RPM-MCTS's error-step locator: the 1-based number of the first wrong step and the points to note.
 
     The number is read from ``<step_n>3</step_n>`` or, as the 1.5B model writes it, ``<step_3>x</step_3>``.
-    Unreadable or out of range: ``first_rolled``, the first step of the roll-out (the released code's fallback).
+    Unreadable or out of range: ``fallback`` (RPM-MCTS passes the simulated step, as the released code does: it
+    takes the 0-based index of the first rolled step, read as a 1-based step number).
     """
     raw, cost = call_model_text(model, prompt.render("locate", problem=problem, steps="\n".join(steps), code=code,
                                                      debug=debug))
@@ -161,7 +162,7 @@ def locate_error(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: l
     number = int(named.group(1)) if named else None
     readable = number is not None and 1 <= number <= len(steps)
     analysis = re.sub(r"<(?:step_n|step_\d+)>[^<\n]*(?:</step_[^>]*>)?", "", raw, flags=re.I).strip()
-    return Reply(number if readable else first_rolled, raw, cost, parsed=readable, analysis=analysis)
+    return Reply(number if readable else fallback, raw, cost, parsed=readable, analysis=analysis)
 
 
 def call_model_text(model: BaseChatModel, user: str) -> tuple[str, dict]:

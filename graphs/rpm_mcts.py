@@ -94,6 +94,10 @@ class RpmContext(Context):
     rpm_ldb: bool = Field(default=True, description=(
         "True: locate the wrong step from a block-level trace of a failing test (the paper); False: from the "
         "evaluator's analysis (the released run config)."))
+    rpm_reflection: Literal["evaluator", "locator"] = Field(default="evaluator", description=(
+        "The reflection a failed roll-out leaves (the node editor, the re-roll-out and the next expansions see "
+        "it): the LLM evaluator's analysis (Alg. 1 line 44, the released code; the locator's when the evaluator "
+        "gave none) or the error-step locator's (SPEC §2.4's reading)."))
 
 
 CONTEXT = RpmContext
@@ -327,9 +331,10 @@ def simulate(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel
         debug = _debug_text(problem, tried["code"], tried["result"], tried["analysis"], context, llm, costs)
         found = critic.locate_error(_sampled(llm, context, problem, chosen, state["rollouts"], "locate"),
                                     kit.prompt(context, "critic_rpm"), question(problem), steps=tried["every"],
-                                    code=tried["code"], debug=debug, first_rolled=len(steps) + 1)
+                                    code=tried["code"], debug=debug, fallback=len(steps))
         costs.append(found.cost)
-        located, analysis = found.value, found.analysis
+        located = found.value
+        analysis = found.analysis if context.rpm_reflection == "locator" else tried["analysis"] or found.analysis
         keep = max(0, located - 1 - len(steps))  # the roll-out's steps before the first wrong one
         kit.emit("located", node=chosen, step=located, grafted=keep)
     grafted = _graft(nodes, chosen, tried["rolled"][:keep], tried["q"])

@@ -82,7 +82,10 @@ def test_a_standard_input_problem_gets_a_whole_program():
     assert out["stop_reason"] == "solved" and out["public_pass_rate"] == 1.0
 
 
-def test_a_failed_rollout_is_located_grafted_and_reflected_then_a_passing_one_ends_the_search(kb_path):
+@pytest.mark.parametrize("reflection, reflected", [("evaluator", "Off by one."), ("locator", "add exactly one")])
+def test_a_failed_rollout_is_located_grafted_and_reflected_then_a_passing_one_ends_the_search(kb_path, reflection,
+                                                                                             reflected):
+    """The reflection left on the path is the evaluator's analysis (Alg. 1, released) or the locator's."""
     script = Script(
         topic=["It adds numbers.\n<topic>Mathematics and Number Theory</topic>"],
         next=["Next step: Add one to the argument.", "Next step: Add one to the argument.",
@@ -97,7 +100,7 @@ def test_a_failed_rollout_is_located_grafted_and_reflected_then_a_passing_one_en
         blocks=['[{"block": "BLOCK-0", "correct": false, "explanation": "adds two"}]'],
         locate=["<step_n>3</step_n> Step 2 is right but step 3 must not add again: add exactly one."],
     )
-    out = run(script, kb_path, rpm_width=3)
+    out = run(script, kb_path, rpm_width=3, rpm_reflection=reflection)
     nodes = out["nodes"]
     assert script.roles == ["topic", "next", "next", "next", "critic", "critic", "roll", "code", "evaluate",
                             "blocks", "locate", "next", "next", "next", "critic", "critic", "critic", "roll", "code",
@@ -120,9 +123,10 @@ def test_a_failed_rollout_is_located_grafted_and_reflected_then_a_passing_one_en
     assert [(n["text"], n["parent"], n["value"], n["visits"]) for n in grafted] == [
         ("Add one more.", "n1", 1.0, 1),  # roll-out 1's step before the wrong one, valued Q = 1
         ("Return it.", "n4", 0.5 * 10 + 0.5 * 9.5, 1)]  # roll-out 2's new step, which passed
-    assert "add exactly one" in n1["reflection"] and "adds two" in script.prompts["locate"][0]
+    assert reflected in n1["reflection"] and "adds two" in script.prompts["locate"][0]
+    assert ("add exactly one" in n1["reflection"]) == (reflection == "locator")
     assert nodes["n3"]["reflection"] == n1["reflection"] and not nodes["n2"].get("reflection")  # on n1's path
-    assert not any("add exactly one" in p for p in script.prompts["next"][3:])  # so not in n2's expansion
+    assert not any(reflected in p for p in script.prompts["next"][3:])  # so not in n2's expansion
     # selection 2 (N(root) = 1, so no exploration term): n2's prior (2 + 5·K) beats n1's return (1 + 5·K, K only
     # 0.04 higher); the critic's best of n2's children, n4, rolls out and passes
     assert nodes["n2"]["kb_reward"] < nodes["n1"]["kb_reward"] < nodes["n2"]["kb_reward"] + 0.2
@@ -146,7 +150,19 @@ def test_budget_end_regenerates_the_best_nodes_code(kb_path):
     assert script.roles == ["topic", "next", "critic", "roll", "code", "evaluate", "locate", "code"]
     assert out["stop_reason"] == "budget_exhausted" and out["final_node"] == "n1"
     assert "x + 1" in out["final_code"] and out["public_pass_rate"] == 1.0  # the regenerated program, tested
-    assert out["cost"]["parse_failures"] == 1  # the locator's unreadable step: its fallback, the first rolled
+    assert out["cost"]["parse_failures"] == 1  # the locator's unreadable step: its fallback, the simulated one
+
+
+def test_an_unreadable_location_blames_the_simulated_step_and_asks_the_node_editor():
+    """The released fallback: the simulated step is taken as the wrong one, so nothing is grafted and the node
+    editor is asked about it."""
+    script = Script(next=["Next step: Return x."], critic=["<score>4</score>"],
+                    roll=["Step 1: Return x.\nStep 2: Return it."], code=[code("x"), code("x + 1")],
+                    evaluate=["Wrong.\n<evaluation>1</evaluation>"], locate=["Nothing to say."],
+                    edit=["<edit>no</edit>"])
+    out = run(script, "", rpm_kb=False, rpm_width=1, rpm_rollouts=1, rpm_ldb=False, rpm_edit=True)
+    assert script.roles == ["next", "critic", "roll", "code", "evaluate", "locate", "edit", "code"]
+    assert not any(n.get("grafted") for n in out["nodes"].values())
 
 
 def test_knowledge_base_guards(kb_path, tmp_path):
@@ -323,7 +339,8 @@ def test_a_failed_rollout_is_revised_node_edit_then_rerollout_with_the_reflectio
     nodes = out["nodes"]
     assert nodes["n1"]["text"] == "Add one to x." and nodes["n1"]["replaced_thought"] == "Multiply x by one."
     reroll = script.prompts["reroll"][0]
-    assert "x * 1" in reroll and "add one." in reroll and "Step 1: Add one to x." in reroll
+    assert "x * 1" in reroll and "Reflection: Wrong." in reroll and "Step 1: Add one to x." in reroll
+    assert "Reflection: Wrong." in script.prompts["edit"][0]  # the evaluator's analysis, not the locator's
     assert out["stop_reason"] == "solved" and "x + 1" in out["final_code"]
     assert nodes[out["final_node"]]["parent"] == "n1" and nodes[out["final_node"]]["text"] == "Return the sum."
 
@@ -339,7 +356,8 @@ def test_a_failed_rerollout_leaves_the_reflection_on_the_path_and_the_search_goe
     out = run(script, kb_path="", rpm_kb=False, rpm_width=1, rpm_rollouts=2, rpm_ldb=False, rpm_rerollout=True)
     assert script.roles == ["next", "critic", "roll", "code", "evaluate", "locate", "reroll", "code", "evaluate",
                             "next", "critic", "roll", "code", "evaluate"]
-    assert "Remember to add one." in script.prompts["reroll"][0]  # the re-roll-out sees the located error
+    # the evaluator gave no analysis with its score: the re-roll-out's reflection is the locator's
+    assert "Reflection: Remember to add one." in script.prompts["reroll"][0]
     # the released reflection after a failed re-roll-out: its program, then the evaluator's analysis
     reflection = "def inc(x):\n    return x\nStill no addition."
     assert out["nodes"]["n1"]["reflection"] == reflection and out["stop_reason"] == "solved"
@@ -490,7 +508,7 @@ def test_the_code_writer_sees_the_rollers_own_words_when_it_rewrites_the_path():
     ("<step_n>Step 3</step_n> Off by one.", 3, "Off by one."),
     ("<step_3>x</step_3> Off by one.", 3, "Off by one."),
     ("<step_3>\nThe loop stops early.", 3, "The loop stops early."),  # unclosed: the analysis stays
-    ("<step_n>7</step_n> No such step.", 4, "No such step."),  # out of range: the first rolled step
+    ("<step_n>7</step_n> No such step.", 4, "No such step."),  # out of range: the fallback
 ])
 def test_the_locator_reads_the_wrong_step_and_keeps_the_analysis(reply, number, analysis):
     from codeforest.agents.critic import locate_error
@@ -498,5 +516,5 @@ def test_the_locator_reads_the_wrong_step_and_keeps_the_analysis(reply, number, 
 
     model = RespondingChatModel(respond=lambda messages: reply)
     out = locate_error(model, load_prompt("critic_rpm"), "p", steps=["a", "b", "c", "d", "e"], code="", debug="",
-                       first_rolled=4)
+                       fallback=4)
     assert (out.value, out.analysis, out.parsed) == (number, analysis, number != 4)
