@@ -3,8 +3,9 @@
 The prompted LLM verifier is CodePRM's released ``llm_score_thought`` (the paper's Fig. 6 evaluates such
 general LLMs as verifiers); ``LLMVerifier`` makes it a ``PRMScorer``, so a trained PRM
 (``tools.prm.HTTPScorer``) takes its place wherever a graph verifies. ``verify`` runs either and always
-returns one score per thought: an answer that cannot be read scores every thought 0.5 and is counted as a
-parse failure (the released code draws random scores there; a fixed neutral score keeps runs reproducible).
+returns one score per thought: an answer that cannot be read (an LLM's, or a PRM reply that is not one number
+per thought) scores every thought 0.5 and is counted as a parse failure; which thoughts such an answer flags
+for refinement is drawn at random as the released code does (``graphs.kit.flawed_thoughts``).
 ``locate_flawed`` is the released code's default locator (``verify_pos_mode='llm'``): no scores, the model
 names the one thought that led to the wrong code.
 """
@@ -18,7 +19,7 @@ from langchain_core.language_models import BaseChatModel
 
 from codeforest.agents.base import Reply, call_model, fault, messages, record_call, render_formatted, structured_call
 from codeforest.prompts import Prompt
-from codeforest.tools.prm import PRMError, PRMScorer
+from codeforest.tools.prm import PRMError, PRMReplyError, PRMScorer
 
 UNREAD_SCORE = 0.5
 
@@ -122,7 +123,8 @@ class LLMVerifier:
 def verify(scorer: PRMScorer, problem: str, thoughts: list[str], code: str, feedback: str) -> Reply[list[float]]:
     """Any scorer's scores as a reply: its cost (an LLM's tokens, or one ``prm_calls``), 0.5 each when unusable.
 
-    A PRM endpoint that fails for good raises ``ModelFault``, which ends the search like a failed model call.
+    A PRM endpoint that fails for good raises ``ModelFault``, which ends the search like a failed model call; one
+    that answers something other than a score per thought is an unreadable reply.
     """
     if not thoughts:
         return Reply([], "", {})
@@ -132,6 +134,8 @@ def verify(scorer: PRMScorer, problem: str, thoughts: list[str], code: str, feed
     cost = record_call({"prm_calls": 1})
     try:
         scores = list(scorer.score(problem, thoughts, code, feedback))
+    except PRMReplyError as exc:
+        return Reply([UNREAD_SCORE] * len(thoughts), str(exc), cost, parsed=False)
     except PRMError as exc:
         raise fault(f"verifier: {exc}") from exc
     if len(scores) != len(thoughts):

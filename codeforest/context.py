@@ -164,3 +164,6 @@ class VerifierContext(Context):
         "θ: a thought scoring at or below it is flagged as wrong (CodePRM's threshold verification)."))
     verifier_threshold_rule: Literal["le", "lt"] = Field(default="le", description=(
         "'le': flag scores ≤ θ (the paper); 'lt': scores < θ (the released code)."))
+    verifier_unflagged: Literal["none", "lowest"] = Field(default="none", description=(
+        "What threshold verification refines when θ flags no thought: 'none' (the paper: only flagged thoughts "
+        "are refined, so that code is not) or 'lowest' (the released code: the lowest-scored thought)."))

@@ -2,10 +2,11 @@
 
 For each problem the harness runs the GVR-MCTS search without refinement (``gvr_max_refines=0``): every
 node's code is written from the partial thought chain ending there and run on the public tests, as in
-any graph. Only after the graph has returned does the harness run each code on the private tests and
-label every thought s with the mean pass rate of all code descending from s, its own included (the
-paper's Eq. 2; ``label="mean"``: the mean of the public and private pass rates, as the released code).
-No private test enters the graph's state, prompts or logs.
+any graph. Only after the graph has returned does the harness run each code on the private tests the
+public ones do not repeat (the benchmark files' private suites hold the public tests too; the paper's
+halves are disjoint) and label every thought s with the mean pass rate of all code descending from s, its
+own included (the paper's Eq. 2; ``label="mean"``: the mean of the public and those private pass rates, as
+the released code). No private test enters the graph's state, prompts or logs.
 
 Each code gives one training sample in CodePRM's format: the problem, the thoughts of its chain, the
 code, its public-test feedback, the exact PRM input string and one label per thought. The output JSONL
@@ -28,17 +29,19 @@ from codeforest.graphs.state import tokens_spent
 from codeforest.jsonl import append_records, read_records
 from codeforest.problems import Task
 from codeforest.registry import context_for
-from codeforest.scoring import score_private
+from codeforest.scoring import held_out, private_test_count, score_private
 from codeforest.tools.prm import prm_input, prm_steps
 
 log = logging.getLogger("codeforest.prm_data")
-FORMAT = "codeforest-prm/3"  # 2: thoughts numbered "i-Thought: ..." in `process` and `input`; 3: labels from
-# a function problem's private asserts one by one (before, its one `check` made every label 0 or 1)
+FORMAT = "codeforest-prm/4"  # 2: thoughts numbered "i-Thought: ..." in `process` and `input`; 3: labels from
+# a function problem's private asserts one by one (before, its one `check` made every label 0 or 1); 4: only from
+# the private tests the public ones do not repeat (before, an MBPP label counted the public assert too)
 LABELS = ("private", "mean")
 
 
 def code_scores(nodes: dict, task: Task, context: Context, label: str = "private") -> dict[str, float]:
-    """Each code node's score for the labels: its private pass rate, or (public + private) / 2 (``mean``)."""
+    """Each code node's score for the labels: its pass rate on ``task``'s private tests (``held_out``'s task for
+    the labels), or (public + private) / 2 (``mean``)."""
     scores, private_of = {}, {}
     for node_id, node in nodes.items():
         if not node.get("code") or "execution" not in node:
@@ -118,8 +121,9 @@ def collect(tasks: list[tuple[str, Task]], out: str | Path, context: object = No
             on_problem: Callable[[dict, int, int], None] | None = None, model=None) -> int:
     """Search, label and append each (dataset, task) not yet in ``out``; returns how many were added.
 
-    A problem without private tests (no labels) is skipped before its search; one whose search ended on a
-    model fault is not written, so a rerun collects it again. ``on_problem`` sees those as ``skipped``."""
+    A problem without private tests beyond its public ones (no labels) is skipped before its search; one whose
+    search ended on a model fault is not written, so a rerun collects it again. ``on_problem`` sees those as
+    ``skipped``."""
     if label not in LABELS:
         raise ValueError(f"label must be one of {', '.join(LABELS)}, not {label!r}")
     context = context_for("gvr", context, gvr_max_refines=0)
@@ -129,16 +133,18 @@ def collect(tasks: list[tuple[str, Task]], out: str | Path, context: object = No
     for i, (dataset, task) in enumerate(todo, 1):
         started = time.monotonic()
         problem = {"type": "problem", "format": FORMAT, "dataset": dataset, "problem_id": task.id}
-        if task.private_tests is None or len(task.private_tests) == 0:
-            log.warning("%s %s has no private tests to label from: skipped", dataset, task.id)
-            problem["skipped"] = "no private tests"
+        unseen = held_out(task)
+        if unseen is None:
+            log.warning("%s %s has no private tests beyond its public ones to label from: skipped", dataset, task.id)
+            problem["skipped"] = "no private tests beyond the public ones"
         else:
             result = solve(task.problem, "gvr", context=context, model=model)  # the public problem only
             nodes = result["nodes"] or {}
-            scores = code_scores(nodes, task, context, label)
+            scores = code_scores(nodes, unseen, context, label)
             written = samples(task, nodes, step_labels(nodes, scores), dataset)
             steps = [x for s in written for x in s["label"]]
             problem.update(samples=len(written), codes=len(scores), label_source=label, model=context.model,
+                           label_tests=private_test_count(unseen), private_tests=private_test_count(task),
                            stop_reason=result["stop_reason"], error=result.get("error"),
                            mean_label=round(statistics.fmean(steps), 4) if steps else None,
                            tokens=tokens_spent(result["cost"]), wall_s=round(time.monotonic() - started, 1))

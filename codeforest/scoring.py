@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from codeforest.problems import Task, check_asserts
+from codeforest.problems import Task, check_asserts, without_public
 from codeforest.tools.sandbox import run
 from codeforest.tools.testing import TestSuite
 
@@ -31,6 +31,21 @@ def private_asserts(task: Task) -> TestSuite | None:
         return None
     copies = check_asserts(suite.tests[0])
     return TestSuite.function(copies, suite.entry_point) if copies else None
+
+
+def held_out(task: Task) -> Task | None:
+    """The task with only the private tests its public ones do not repeat (labels the public feedback cannot give
+    away); None when none is left or it has no private tests."""
+    suite, problem = task.private_tests, task.problem
+    if suite is None:
+        return None
+    if suite.kind == "stdio":
+        shown = {(t["input"].strip(), t["output"].strip()) for t in problem["public_tests"]}
+        kept = TestSuite.stdio([t for t in suite.tests if (t["input"].strip(), t["output"].strip()) not in shown])
+    else:
+        tests = [without_public(t, problem["public_tests"], suite.entry_point) for t in suite.tests]
+        kept = TestSuite.function([t for t in tests if t is not None], suite.entry_point)
+    return replace(task, private_tests=kept) if len(kept) else None
 
 
 def private_test_count(task: Task) -> int:

@@ -1,9 +1,11 @@
 """CodePRM (2025): Generate-Verify-Refine inside MCTS over thoughts (GVR-MCTS).
 
-    START -> start -> expand_root -> select --(a leaf)--> simulate --(fails, may refine)--> verify -> refine
-                                       \\--(no steps)--> finalize      \\                            |
-                                                                         \\--> expand <------ simulate <-/
-                                                  select <--(rollouts left)-- backpropagate <-/
+    START -> start -> expand_root -> select --(a leaf)--> simulate --(fails, may refine)--> verify
+                                       \\--(no steps)--> finalize  ^      \\                   /       \\
+                                                                    |      \\--> expand <--(none flagged)  (flagged)
+                                                                    |              |                          |
+                                                                    \\---------------------------------- refine <-/
+                                                  select <--(rollouts left)-- backpropagate
                                                                               \\--> finalize
 
 Per rollout (the released CodePRMMCTS.py, SPEC §3.4-3.5): P-UCB selection reaches a new thought; its
@@ -11,8 +13,9 @@ code is written from the problem and the path's thoughts (temperature 0) and run
 Its value is the public pass rate (``pub_test``, the released default) or, when every public test
 passes, pass rate + the Verifier's aggregate step score (``pub_prm``); the first value of a code counts.
 Failing code is verified: the Verifier scores every thought on the path, the flagged ones (threshold
-θ or the lowest; or one named by a score-free locator, ``gvr_verify``) are rewritten one after another
-by Refine, all seeing the same program and feedback, and the code is written again (at most
+θ, and when none is, nothing or the lowest: ``verifier_unflagged``; or one named by a score-free locator,
+``gvr_verify``) are rewritten one after another by Refine, all seeing the same program and feedback, and
+the code is written again (with nothing flagged it is kept and the node expanded; at most
 ``gvr_max_refines`` times per rollout, 1 as released). The node is then expanded (after failing code,
 with its failing tests) and the value backpropagated (Q = max). A passing program does not stop the
 search; the final program is the highest-valued, ties to the earliest. A problem without public tests
@@ -56,8 +59,9 @@ class GvrContext(VerifierContext):
         "Verify-Refine rounds per rollout for failing code (the released code: 1)."))
     gvr_verify: Literal["threshold", "locate_min", "llm_locate", "random", "last"] = Field(
         default="threshold", description=(
-            "Which thoughts are refined: every one θ flags under verifier_threshold_rule (else the lowest; "
-            "Table 1), or only the lowest (Table 2); without scores (the released code's other locators): the one "
+            "Which thoughts are refined: every one θ flags under verifier_threshold_rule (none flagged: see "
+            "verifier_unflagged; Table 1), or only the lowest (Table 2); without scores (the released code's other "
+            "locators): the one "
             "the model names (its argparse default 'llm'), a random one, or the last."))
     gvr_reward: Literal["pub_test", "pub_prm"] = Field(default="pub_test", description=(
         "Node value: the public pass rate (the released default), or pass rate + the Verifier's aggregate step "
@@ -297,7 +301,7 @@ def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
     builder.add_conditional_edges("select", lambda s: "finalize" if s["stop"] or s["path"][-1] == ROOT else "simulate",
                                   ["simulate", "finalize"])
     builder.add_conditional_edges("simulate", after_simulate, ["verify", "expand"])
-    builder.add_edge("verify", "refine")
+    builder.add_conditional_edges("verify", lambda s: "refine" if s["flagged"] else "expand", ["refine", "expand"])
     builder.add_edge("refine", "simulate")
     builder.add_edge("expand", "backpropagate")
     builder.add_conditional_edges("backpropagate", lambda s: "finalize" if s["stop"] else "select",

@@ -2,15 +2,16 @@
 
     START -> start -> think --(steps left)--> think
                           \\--> write_code -> evaluate --(failing chains, refinements left)--> verify -> refine
-                                   ^                    \\--> finalize                                   |
-                                   \\------------------------------------------------------------------/
+                                   ^                    \\--> finalize <-----(nothing flagged)----/        |
+                                   \\------------------------------------------------------------------------/
 
 N chains of ``gvr_bon_steps`` thoughts (App. A: 4) are sampled one step at a time (temperature 0.7, a
 seed per chain and step, the released BestOfN_Step.py); each chain's code is written (temperature 0)
 and run on the public tests, and valued by the Verifier's reward (the paper's Best-of-N: the aggregate
 step score; ``pub_prm`` and ``pub_test`` as in GVR-MCTS). Chains whose code fails a public test go
 through the same Verify/Refine as GVR-MCTS (the scores already computed for that code are reused, as
-released), get new code and a new value. The final program is the highest-valued chain's code, ties to
+released), get new code and a new value (a chain with nothing flagged keeps its code; with none flagged in
+any chain the search ends). The final program is the highest-valued chain's code, ties to
 the earliest chain.
 """
 
@@ -184,8 +185,10 @@ def verify_chains(state: GvrBonState, runtime: Runtime[GvrBonContext], model: Ba
         costs.append(cost)
         if scores and not known:
             updates.setdefault(last, {})["prm_scores"] = scores
-        flagged[last] = [ids[i] for i in positions]
-        kit.emit("verified", node=last, scores=scores and [round(s, 3) for s in scores], flagged=flagged[last])
+        kit.emit("verified", node=last, scores=scores and [round(s, 3) for s in scores],
+                 flagged=[ids[i] for i in positions])
+        if positions:  # a chain with nothing flagged keeps its code
+            flagged[last] = [ids[i] for i in positions]
     return {"nodes": updates, "flagged": flagged, "cost": total_cost(costs)}
 
 
@@ -252,7 +255,7 @@ def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
     builder.add_conditional_edges("think", after_think, ["think", "write_code"])
     builder.add_edge("write_code", "evaluate")
     builder.add_conditional_edges("evaluate", after_evaluate, ["verify", "finalize"])
-    builder.add_edge("verify", "refine")
+    builder.add_conditional_edges("verify", lambda s: "refine" if s["flagged"] else "finalize", ["refine", "finalize"])
     builder.add_edge("refine", "write_code")
     selection.add_selection(builder, model)
     return builder

@@ -120,15 +120,17 @@ def verifier(context: VerifierContext, model: BaseChatModel | None = None):
                        structured=context.structured_output)
 
 
-def flag_thoughts(scores: list[float], mode: str, threshold: float, rule: str = "le") -> list[int]:
-    """The thoughts to refine (0-based): every score at or below θ (``rule`` 'le' ≤, 'lt' <), else the lowest; or
-    only the lowest (``mode`` 'locate_min'). Ties for the lowest go to the earliest thought."""
+def flag_thoughts(scores: list[float], mode: str, threshold: float, rule: str = "le",
+                  unflagged: str = "none") -> list[int]:
+    """The thoughts to refine (0-based): every score at or below θ (``rule`` 'le' ≤, 'lt' <), and when none is,
+    nothing (``unflagged`` 'none') or the lowest ('lowest'); or only the lowest (``mode`` 'locate_min'). Ties for
+    the lowest go to the earliest thought."""
     if not scores:
         return []
     lowest = [scores.index(min(scores))]
     if mode == "locate_min":
         return lowest
-    return below(scores, threshold, rule) or lowest
+    return below(scores, threshold, rule) or (lowest if unflagged == "lowest" else [])
 
 
 def flawed_thoughts(mode: str, context: VerifierContext, llm: BaseChatModel, problem: str, thoughts: list[str],
@@ -159,7 +161,9 @@ def flawed_thoughts(mode: str, context: VerifierContext, llm: BaseChatModel, pro
         scores, cost, unread = scored.value, scored.cost, not scored.parsed
     drawn = random.Random(key)
     flag_by = [drawn.random() for _ in thoughts] if unread else scores
-    return flag_thoughts(flag_by, mode, context.verifier_threshold, context.verifier_threshold_rule), scores, cost
+    flagged = flag_thoughts(flag_by, mode, context.verifier_threshold, context.verifier_threshold_rule,
+                            context.verifier_unflagged)
+    return flagged, scores, cost
 
 
 def below(scores: list[float], threshold: float, rule: str = "le") -> list[int]:

@@ -64,9 +64,23 @@ def test_an_unreadable_reward_reply_is_reused_and_flags_from_drawn_scores():
     chains = Chains({"x + 2": ["No idea."], "x + 1": ['{"1-Thought": 0.6, "2-Thought": 0.7}'] * 2})
     out = run(RespondingChatModel(respond=chains, pass_kwargs=True))
     draws = [random.Random("T/inc:n3:0").random() for _ in range(2)]  # the released code's random scores
-    flagged = [i + 1 for i, s in enumerate(draws) if s < 0.5] or [draws.index(min(draws)) + 1]
+    flagged = [i + 1 for i, s in enumerate(draws) if s <= 0.5]
     assert [c[1] for c in chains.calls if c[0] == "refine"] == [f"{i}-Thought" for i in flagged] != ["1-Thought"]
     assert chains.calls.count(("verify", "x + 2")) == 1 and out["cost"]["parse_failures"] == 1
+
+
+@pytest.mark.parametrize("unflagged", ["none", "lowest"])
+def test_a_failing_chain_with_nothing_flagged_keeps_its_code_unless_the_released_fallback(unflagged):
+    """The failing chain scores above θ everywhere: the paper refines nothing and the search ends; the released
+    fallback refines its lowest thought (0.6, the first) and writes its code again (from the unchanged last
+    thought: the same code)."""
+    chains = Chains({"x + 2": ['{"1-Thought": 0.6, "2-Thought": 0.7}'] * 2,
+                     "x + 1": ['{"1-Thought": 0.6, "2-Thought": 0.9}']})
+    out = run(RespondingChatModel(respond=chains, pass_kwargs=True), verifier_unflagged=unflagged)
+    refined = [c[1] for c in chains.calls if c[0] == "refine"]
+    assert refined == ([] if unflagged == "none" else ["1-Thought"])
+    assert out["cost"]["programs"] == (2 if unflagged == "none" else 3)
+    assert out["final_code"].endswith("x + 1")
 
 
 def test_each_refinement_sees_the_thoughts_rewritten_before_it():

@@ -147,6 +147,21 @@ def test_score_free_locators_call_no_model(mode):
     assert out["cost"].get("parse_failures", 0) == 0
 
 
+@pytest.mark.parametrize("unflagged, refined", [("none", False), ("lowest", True)])
+def test_nothing_flagged_keeps_the_code_unless_the_released_fallback_refines_the_lowest(unflagged, refined):
+    """Every score above θ: the paper refines nothing (the node is expanded with its failing tests); the
+    released code refines the lowest-scored thought and writes the code again."""
+    script = Script(expand=[thoughts(("Return x + 2.", 0.6), ("Return x.", 0.4)), thoughts(("Done.", 1.0))],
+                    expand_fb=[thoughts(("Add one.", 1.0))], solver=[code("x + 2"), code("x + 1")],
+                    verify=['{"1-Thought": 0.8}'], refine=["Return x plus one."])
+    out = run(script, gvr_rollouts=1, verifier_unflagged=unflagged)
+    assert script.roles == ["expand", "solver", "verify"] + (["refine", "solver", "expand"] if refined
+                                                               else ["expand_fb"])
+    assert out["nodes"]["n1"]["prm_scores"] == [0.8] and out["nodes"]["n1"]["refined" if refined else "text"] == (
+        1 if refined else "Return x + 2.")
+    assert out["public_pass_rate"] == (1.0 if refined else 0.0)
+
+
 def test_pub_prm_adds_the_verifier_aggregate_to_passing_code():
     script = Script(expand=[thoughts(("Return x + 1.", 1.0)), thoughts(("Done.", 1.0))], solver=[code("x + 1")],
                     verify=['{"1-Thought": 0.7}'])
@@ -162,7 +177,7 @@ def test_unreadable_verifier_scores_every_thought_half_and_counts_it():
     assert out["cost"]["parse_failures"] == 1
     # flagged from scores drawn from the problem, node and round, as the released code draws them
     draws = [random.Random("T/inc:n3:0").random() for _ in range(2)]
-    flagged = [i + 1 for i, s in enumerate(draws) if s < 0.5] or [draws.index(min(draws)) + 1]
+    flagged = [i + 1 for i, s in enumerate(draws) if s <= 0.5]
     refined = [p.split("Revise and enhance the ")[1].split("-Thought")[0] for p in script.prompts["refine"][1:]]
     assert refined == [str(i) for i in flagged]
 
@@ -211,7 +226,8 @@ def test_pure_rules():
     assert parse_location('{"problematic id": 0}', 3) is None
     assert flag_thoughts([0.6, 0.4, 0.5], "threshold", 0.5) == [1, 2]  # the paper's ≤
     assert flag_thoughts([0.6, 0.4, 0.5], "threshold", 0.5, "lt") == [1]
-    assert flag_thoughts([0.9, 0.8], "threshold", 0.5) == [1]  # none below: the lowest
+    assert flag_thoughts([0.9, 0.8], "threshold", 0.5) == []  # none flagged: nothing (the paper)
+    assert flag_thoughts([0.9, 0.8], "threshold", 0.5, unflagged="lowest") == [1]  # the released fallback
     assert flag_thoughts([0.3, 0.3, 0.9], "locate_min", 0.5) == [0]  # ties: the earliest
     assert flag_thoughts([], "threshold", 0.5) == []
     assert [aggregate([0.2, 0.9, 0.4], how) for how in ("max", "min", "last")] == [0.9, 0.2, 0.4]

@@ -75,9 +75,10 @@ def test_collect_labels_from_private_tests_the_graph_never_sees(tmp_path):
     problem = records[-1]
     assert problem["type"] == "problem" and problem["codes"] == 3 and problem["samples"] == 3
     by_node = {r["node"]: r for r in records if r["type"] == "sample"}
-    # n1 "Add one." passes every private test; n2 "unless huge" fails 10**9 (2 of 3 private); n3 below n1
-    # repeats n1's program. Labels: n1 = mean(1, 1) = 1, n2 = 2/3, n3 = 1.
-    assert by_node["n2"]["label"] == [pytest.approx(2 / 3, abs=1e-5)] and by_node["n1"]["label"] == [1.0]
+    # labels count the 2 private tests the public one does not repeat. n1 "Add one." passes both; n2 "unless
+    # huge" fails 10**9 (1 of 2); n3 below n1 repeats n1's program. Labels: n1 = mean(1, 1) = 1, n2 = 1/2, n3 = 1.
+    assert by_node["n2"]["label"] == [pytest.approx(1 / 2, abs=1e-5)] and by_node["n1"]["label"] == [1.0]
+    assert (problem["label_tests"], problem["private_tests"]) == (2, 3)
     assert covered(out) == {("mini", "T/inc")}
     assert collect([("mini", TASK)], out, {"gvr_rollouts": 3}, model=RespondingChatModel(respond=model)) == 0
     stats = label_distribution(out)
@@ -89,7 +90,17 @@ def test_mean_label_averages_public_and_private(tmp_path):
     collect([("mini", TASK)], out, {"gvr_rollouts": 3, "gvr_width": 2, "structured_output": False}, label="mean",
             model=RespondingChatModel(respond=Recorder()))
     by_node = {r["node"]: r for r in read_records(out)[0] if r["type"] == "sample"}
-    assert by_node["n2"]["label"] == [pytest.approx((1 + 2 / 3) / 2, abs=1e-5)]
+    assert by_node["n2"]["label"] == [pytest.approx((1 + 1 / 2) / 2, abs=1e-5)]
+
+
+def test_a_problem_whose_private_tests_are_all_public_is_skipped_unsearched(tmp_path):
+    """Labels from tests the PRM input's feedback already shows would be no held-out labels."""
+    task = Task(TASK.problem, TestSuite.function(["def check(candidate):\n    assert candidate(1) == 2\ncheck(inc)"],
+                                                 "inc"), "test")
+    model, seen = Recorder(), []
+    added = collect([("mini", task)], tmp_path / "prm.jsonl", {"gvr_rollouts": 3},
+                    model=RespondingChatModel(respond=model), on_problem=lambda p, i, n: seen.append(p))
+    assert added == 0 and not model.seen and seen[0]["skipped"] == "no private tests beyond the public ones"
 
 
 def test_a_problem_cut_short_by_a_kill_is_dropped_and_redone(tmp_path):
@@ -111,7 +122,7 @@ def test_a_model_fault_or_no_private_tests_writes_nothing_and_a_rerun_collects_i
     added = collect([("mini", TASK), ("bare", bare)], out, settings, model=RespondingChatModel(respond=down),
                     on_problem=lambda problem, i, n: seen.append(problem))
     assert added == 0 and not out.exists() and "endpoint down" in seen[0]["skipped"]
-    assert seen[1]["skipped"] == "no private tests"
+    assert seen[1]["skipped"] == "no private tests beyond the public ones"
     assert collect([("mini", TASK)], out, settings, model=RespondingChatModel(respond=recorder)) == 1
     assert covered(out) == {("mini", "T/inc")}
     with pytest.raises(ValueError, match="label_source private, this run uses mean"):
@@ -122,7 +133,7 @@ def test_a_file_of_an_older_format_is_not_appended_to(tmp_path):
     out = tmp_path / "prm.jsonl"
     out.write_text(json.dumps({"type": "problem", "format": "codeforest-prm/1", "dataset": "mini",
                                "problem_id": "T/inc"}) + "\n")
-    with pytest.raises(ValueError, match="format codeforest-prm/1, this version writes codeforest-prm/3"):
+    with pytest.raises(ValueError, match="format codeforest-prm/1, this version writes codeforest-prm/4"):
         covered(out)
 
 
@@ -142,11 +153,12 @@ def test_the_output_folder_is_made(tmp_path):
 
 
 def test_labels_of_a_function_problem_count_its_private_asserts_one_by_one(data_dir, tmp_path):
-    """MBPP/11's private test is one check of 3 asserts: a program passing 2 of them is labelled 2/3, not 0."""
+    """MBPP/11's private test is one check of 3 asserts, the first its public test: a program passing the public
+    one and one of the other two is labelled 1/2 (the held-out asserts one by one), not 0 and not 2/3."""
     task = load_problem("mbpp500", "MBPP/11", data_dir)
     partly = '```python\ndef remove_Occ(s, ch):\n    return {"hello": "heo", "abcda": "bcd"}.get(s, "")\n```'
     out = tmp_path / "prm.jsonl"
     settings = {"gvr_rollouts": 1, "gvr_width": 1, "structured_output": False}
     assert collect([("mbpp500", task)], out, settings, model=RespondingChatModel(respond=lambda m: partly)) == 1
     samples = [r for r in read_records(out)[0] if r["type"] == "sample"]
-    assert [s["label"] for s in samples] == [[pytest.approx(2 / 3, abs=1e-5)]]
+    assert [s["label"] for s in samples] == [[pytest.approx(1 / 2, abs=1e-5)]]

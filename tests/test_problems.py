@@ -17,8 +17,9 @@ from codeforest.problems import (
     load_humaneval_package,
     load_problem,
     public_suite,
+    without_public,
 )
-from codeforest.scoring import private_asserts, private_test_count, score_private
+from codeforest.scoring import held_out, private_asserts, private_test_count, score_private
 from codeforest.tools.sandbox import run
 from codeforest.tools.testing import ExecutionResult, TestSuite
 
@@ -170,6 +171,25 @@ def test_a_check_is_split_into_one_copy_per_assert_keeping_its_other_statements(
 ])
 def test_a_check_that_cannot_be_split_safely_stays_whole(test):
     assert check_asserts(test) is None
+
+
+def test_the_held_out_tests_leave_out_what_the_public_tests_repeat():
+    """An assert on ``candidate`` matches the public one on the entry point, spacing aside; the rest is kept."""
+    check = ("def check(candidate):\n    assert candidate(1) == 2\n    assert candidate(2)==3\n"
+             "    assert candidate(5) == 6\ncheck(inc)\n")
+    kept = without_public(check, ["assert inc(1) == 2", "assert inc(2) == 3\n"], "inc")
+    assert "candidate(5)" in kept and "candidate(1)" not in kept and "candidate(2)" not in kept
+    assert "check(inc)" in kept
+    assert without_public(check, ["assert inc(7) == 8"], "inc") == check  # nothing repeated: as given
+    everything = ["assert inc(1) == 2", "assert inc(2) == 3", "assert inc(5) == 6"]
+    assert without_public(check, everything, "inc") is None
+    assert without_public("assert inc(1) == 2\nassert inc(3) == 4\n", everything[:1], "inc") == "assert inc(3) == 4"
+    stdio = Task({"id": "S/1", "prompt": "p", "kind": "stdio", "entry_point": None,
+                  "public_tests": [{"input": "1\n", "output": "2\n"}]},
+                 TestSuite.stdio([{"input": "1", "output": "2"}, {"input": "3\n", "output": "4\n"}]), "t")
+    assert held_out(stdio).private_tests.tests == ({"input": "3\n", "output": "4\n"},)
+    only_public = Task(stdio.problem, TestSuite.stdio([{"input": "1\n", "output": "2\n"}]), "t")
+    assert held_out(only_public) is None
 
 
 def test_the_private_pass_rate_of_a_function_problem_counts_its_asserts(fixtures):

@@ -12,7 +12,7 @@ import pytest
 from codeforest.agents.verifier import LLMVerifier, numbered, parse_scores, verify
 from codeforest.graphs import codetree, gvr, rethink_mcts
 from codeforest.prompts import load_prompt
-from codeforest.tools.prm import STEP_TAG, HTTPScorer, PRMError, PRMScorer, prm_input
+from codeforest.tools.prm import STEP_TAG, HTTPScorer, PRMError, PRMReplyError, PRMScorer, prm_input
 from codeforest.tools.testing import ExecutionResult, TestOutcome, prm_feedback
 from tests.fakes import RespondingChatModel
 
@@ -116,8 +116,11 @@ def test_http_scorer_retries_server_errors_and_rejects_bad_answers(prm_server):
     with pytest.raises(PRMError, match="failed after 2 attempts"):
         HTTPScorer(broken.url, retries=1).score("Q", ["t"], "c", "f")
     short = prm_server(lambda body: (200, {"scores": [0.1]}))
-    with pytest.raises(PRMError, match="2 numbers"):
+    with pytest.raises(PRMReplyError, match="2 numbers"):
         HTTPScorer(short.url).score("Q", ["t1", "t2"], "c", "f")
+    # in a search, a reply of the wrong length is unreadable (0.5 a thought, counted), not a failed endpoint
+    unread = verify(HTTPScorer(short.url), "Q", ["t1", "t2"], "c", "f")
+    assert unread.value == [0.5, 0.5] and not unread.parsed and "2 numbers" in unread.raw
     with pytest.raises(ValueError, match="verifier_url"):
         HTTPScorer("")
 

@@ -50,6 +50,10 @@ class PRMError(RuntimeError):
     """A PRM endpoint that failed after its retries, or answered something that is not one score per thought."""
 
 
+class PRMReplyError(PRMError):
+    """A PRM reply that arrived but is not one number per thought (scored as unreadable, not a failure)."""
+
+
 def prm_steps(thoughts: list[str]) -> tuple[str, str]:
     """The chain as CodePRM's training data holds it: each thought numbered ``i-Thought: ...`` (the released
     collector's and search's label), once plain before the code and once each followed by the step tag."""
@@ -106,9 +110,9 @@ class HTTPScorer:
 def _scores(payload: object, count: int) -> list[float]:
     scores = payload.get("scores") if isinstance(payload, dict) else None
     if not isinstance(scores, list) or len(scores) != count:
-        raise PRMError(f"expected {{'scores': [{count} numbers]}}, got {str(payload)[:200]}")
+        raise PRMReplyError(f"expected {{'scores': [{count} numbers]}}, got {str(payload)[:200]}")
     try:
         values = [float(s) for s in scores]
     except (TypeError, ValueError) as exc:
-        raise PRMError(f"non-numeric PRM scores: {scores[:5]}") from exc
+        raise PRMReplyError(f"non-numeric PRM scores: {scores[:5]}") from exc
     return [min(1.0, max(0.0, v)) for v in values]
