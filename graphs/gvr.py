@@ -61,8 +61,7 @@ class GvrContext(VerifierContext):
         default="threshold", description=(
             "Which thoughts are refined: every one θ flags under verifier_threshold_rule (none flagged: see "
             "verifier_unflagged; Table 1), or only the lowest (Table 2); without scores (the released code's other "
-            "locators): the one "
-            "the model names (its argparse default 'llm'), a random one, or the last."))
+            "locators): the one the model names (its argparse default 'llm'), a random one, or the last."))
     gvr_reward: Literal["pub_test", "pub_prm"] = Field(default="pub_test", description=(
         "Node value: the public pass rate (the released default), or pass rate + the Verifier's aggregate step "
         "score when every public test passes."))
