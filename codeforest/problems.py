@@ -239,13 +239,14 @@ def check_asserts(test: str) -> list[str] | None:
 
 
 def without_public(test: str, public: list[str], entry_point: str | None) -> str | None:
-    """A function test without the asserts its problem's public tests repeat, in its ``check`` if it has one (an
-    assert calling ``candidate`` matches the public one calling the entry point); None when no assert is left.
-    The benchmark files' private checks hold the public asserts too."""
+    """A function test without the asserts its problem's public tests repeat as written, in its ``check`` if it has
+    one (an assert calling ``candidate`` matches the public one calling the entry point, its message aside); None
+    when no assert is left or the test does not parse. The benchmark files' private checks hold the public asserts
+    too."""
     try:
         module = ast.parse(test)
     except SyntaxError:
-        return test
+        return None
     shown = set()
     for snippet in public:
         try:
@@ -263,8 +264,8 @@ def without_public(test: str, public: list[str], entry_point: str | None) -> str
     return ast.unparse(module)
 
 
-def _assert_key(statement: ast.stmt, entry_point: str | None) -> str:
-    named = ast.parse(ast.unparse(statement)).body[0]  # a copy, renamed below
+def _assert_key(statement: ast.Assert, entry_point: str | None) -> str:
+    named = ast.parse(ast.unparse(statement.test), mode="eval")  # a copy of the condition, renamed below
     for node in ast.walk(named):
         if isinstance(node, ast.Name) and node.id == "candidate" and entry_point:
             node.id = entry_point

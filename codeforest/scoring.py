@@ -40,12 +40,18 @@ def held_out(task: Task) -> Task | None:
     if suite is None:
         return None
     if suite.kind == "stdio":
-        shown = {(t["input"].strip(), t["output"].strip()) for t in problem["public_tests"]}
-        kept = TestSuite.stdio([t for t in suite.tests if (t["input"].strip(), t["output"].strip()) not in shown])
+        shown = {_stdio_key(t) for t in problem["public_tests"]}
+        kept = TestSuite.stdio([t for t in suite.tests if _stdio_key(t) not in shown])
     else:
         tests = [without_public(t, problem["public_tests"], suite.entry_point) for t in suite.tests]
         kept = TestSuite.function([t for t in tests if t is not None], suite.entry_point)
     return replace(task, private_tests=kept) if len(kept) else None
+
+
+def _stdio_key(test: dict) -> tuple[str, str]:
+    def lines(text: str) -> str:  # spaces at line ends do not count, as when outputs are compared
+        return "\n".join(line.rstrip() for line in text.strip().splitlines())
+    return lines(test["input"]), lines(test["output"])
 
 
 def private_test_count(task: Task) -> int:

@@ -48,8 +48,9 @@ class GvrBonContext(VerifierContext):
         "when every public test passes, or the public pass rate."))
     gvr_bon_verify: Literal["threshold", "locate_min", "llm_locate", "random", "last"] = Field(
         default="threshold", description=(
-            "Which thoughts of failing code are refined: every one below θ (else the lowest), or only the lowest; "
-            "or without scores, as gvr_verify: the one the model names, a random one, or the last."))
+            "Which thoughts of failing code are refined: every one θ flags (none flagged: verifier_unflagged), "
+            "or only the lowest; or without scores, as gvr_verify: the one the model names, a random one, or the "
+            "last."))
     gvr_bon_max_refines: int = Field(default=1, ge=0, description="Verify-Refine rounds (the released code: 1).")
     gvr_bon_prm_agg: Literal["max", "min", "mean", "last"] = Field(default="max", description=(
         "How step scores become one reward (the released code: max)."))

@@ -14,13 +14,13 @@ problem + steps to a stored step prefix of the problem's topic) and the step cri
 new step is rolled out to complete steps, implemented as code and run on the public tests; the LLM scores
 the solution, Q = γ·10·pass rate + (1-γ)·LLM score. All public tests passing with an LLM score of at least
 ``rpm_success`` ends the search with that code. Otherwise the first wrong step is located (from a block-level
-trace when ``rpm_ldb``), the rolled-out steps before it are grafted into the tree and the locator's analysis
-becomes the reflection for later expansions. The released code then revises a failed roll-out: when the
-wrong step is the simulated one, the node editor may rewrite it, and one more roll-out from the kept steps
-sees the wrong code and the reflection (``rpm_edit``, ``rpm_rerollout``; off: Alg. 1 as printed); a re-roll-out
-that passes the public tests is grafted like a roll-out, and its program with the evaluator's analysis becomes the
-path's reflection. The value is backed up along the path. At the end, without a success, the best node's path is
-turned into code once more.
+trace when ``rpm_ldb``), the rolled-out steps before it are grafted into the tree and the evaluator's analysis
+(``rpm_reflection``) becomes the reflection for later expansions. The released code then revises a failed
+roll-out: when the wrong step is the simulated one, the node editor may rewrite it, and one more roll-out from
+the kept steps sees the wrong code and the reflection (``rpm_edit``, ``rpm_rerollout``; off: Alg. 1 as
+printed); a re-roll-out that passes the public tests is grafted like a roll-out, and its program with the
+evaluator's analysis becomes the path's reflection. The value is backed up along the path. At the end, without
+a success, the best node's path is turned into code once more.
 
 Values: ``rpm_selection="paper"`` is Eq. 2-3, Q + β·√(ln N(s) / (1 + N(s,a))) + α·10·K, with a node's initial Q
 its critic score and Q the mean of the returns once it has any (a re-roll-out's value is a return of its own,
@@ -96,8 +96,8 @@ class RpmContext(Context):
         "evaluator's analysis (the released run config)."))
     rpm_reflection: Literal["evaluator", "locator"] = Field(default="evaluator", description=(
         "The reflection a failed roll-out leaves (the node editor, the re-roll-out and the next expansions see "
-        "it): the LLM evaluator's analysis (Alg. 1 line 44, the released code; the locator's when the evaluator "
-        "gave none) or the error-step locator's (SPEC §2.4's reading)."))
+        "it): the LLM evaluator's analysis (Alg. 1 line 44, and the released code with LDB off, its run config; "
+        "the locator's when the evaluator gave none) or the error-step locator's (SPEC §2.4's reading)."))
 
 
 CONTEXT = RpmContext
@@ -112,7 +112,7 @@ class RpmState(SearchState, total=False):
     simulated: str | None  # the step the last simulation rolled out
     q: float  # its solution value, to back up
     rerolled: dict | None  # the re-roll-out after a failure: the node it started from and its value
-    reflection: str  # the locator's analysis from the latest failed simulation
+    reflection: str  # the reflection of the latest failed simulation (``rpm_reflection``)
     rollouts: int
     solved: str | None  # the node ending a roll-out that passed
     succeeded: str | None  # the first such node while min_candidates keeps the search going

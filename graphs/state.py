@@ -64,7 +64,7 @@ class NodeRecord(TypedDict, total=False):
     llm_score: float  # RPM-MCTS: the evaluator's 0-10 score of the roll-out simulated from here
     expanded: bool  # RPM-MCTS: the node's next steps were proposed
     grafted: bool  # RPM-MCTS: a roll-out step kept in the tree (before the first wrong one)
-    reflection: str  # RPM-MCTS: the error-step locator's analysis of a failed roll-out from here
+    reflection: str  # RPM-MCTS: the reflection on a failed roll-out from here (``rpm_reflection``)
     passing: bool  # RPM-MCTS: a roll-out through here passed every public test and the evaluator
     final_code: str  # RPM-MCTS: that roll-out's program
     prm_scores: list[float]  # GVR: the Verifier's score of each thought on the path, for this node's program

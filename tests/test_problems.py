@@ -174,8 +174,9 @@ def test_a_check_that_cannot_be_split_safely_stays_whole(test):
 
 
 def test_the_held_out_tests_leave_out_what_the_public_tests_repeat():
-    """An assert on ``candidate`` matches the public one on the entry point, spacing aside; the rest is kept."""
-    check = ("def check(candidate):\n    assert candidate(1) == 2\n    assert candidate(2)==3\n"
+    """An assert on ``candidate`` matches the public one on the entry point, spacing and message aside (HumanEval's
+    asserts carry messages); the rest is kept. A check that does not parse leaves nothing."""
+    check = ("def check(candidate):\n    assert candidate(1) == 2\n    assert candidate(2)==3, 'Error'\n"
              "    assert candidate(5) == 6\ncheck(inc)\n")
     kept = without_public(check, ["assert inc(1) == 2", "assert inc(2) == 3\n"], "inc")
     assert "candidate(5)" in kept and "candidate(1)" not in kept and "candidate(2)" not in kept
@@ -184,11 +185,12 @@ def test_the_held_out_tests_leave_out_what_the_public_tests_repeat():
     everything = ["assert inc(1) == 2", "assert inc(2) == 3", "assert inc(5) == 6"]
     assert without_public(check, everything, "inc") is None
     assert without_public("assert inc(1) == 2\nassert inc(3) == 4\n", everything[:1], "inc") == "assert inc(3) == 4"
+    assert without_public("def check(candidate):\n    assert candidate(1) == 2)\n", [], "inc") is None
     stdio = Task({"id": "S/1", "prompt": "p", "kind": "stdio", "entry_point": None,
-                  "public_tests": [{"input": "1\n", "output": "2\n"}]},
-                 TestSuite.stdio([{"input": "1", "output": "2"}, {"input": "3\n", "output": "4\n"}]), "t")
+                  "public_tests": [{"input": "1\n", "output": "2 1\n3\n"}]},
+                 TestSuite.stdio([{"input": "1", "output": "2 1 \n3"}, {"input": "3\n", "output": "4\n"}]), "t")
     assert held_out(stdio).private_tests.tests == ({"input": "3\n", "output": "4\n"},)
-    only_public = Task(stdio.problem, TestSuite.stdio([{"input": "1\n", "output": "2\n"}]), "t")
+    only_public = Task(stdio.problem, TestSuite.stdio([{"input": "1\n", "output": "2 1\n3\n"}]), "t")
     assert held_out(only_public) is None
 
 

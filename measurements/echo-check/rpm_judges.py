@@ -1,15 +1,16 @@
 """Does the 1.5B model copy the worked examples of RPM-MCTS's released step critic and solution evaluator?
 
 The released prompts (`critic_en`, `rollout_full_steps_prompt_en` in codellm12842/RPM-MCTS prompt/prompts.py,
-kept beside this script in `rpm_judges_released.json` with codeforest's placeholder names) end with worked
+kept beside this script in `rpm_judges_prompts.json` with codeforest's placeholder names) end with worked
 examples: two scored step lists (a permutation DP scored 10, a substring count scored 6) and four example
 evaluations (the last a long analysis of `Comp_Graph` scored 2.5). For held-out MBPP problems (the knowledge
 base's, outside collect-prm's `--sample 20 --seed 5` set; drawn with seed 19) the model judges the first two KB
 steps (critic), and the reference solution with its public-test results and a one-operator flip of it that fails
 one (evaluator), under three prompts: the released text, the released text without its examples, and the one
-shipped in prompts/critic_rpm.yaml. A reply "echoes" when it repeats an example's content or gives more than one
-score tag (the parser reads the first); `last_example` marks a score equal to the last example's (6 and 2.5),
-`analysis` whether any text came before the score. Run from the repository root:
+prompts/critic_rpm.yaml shipped until 2026-11-26 (kept in the same file; rows name it "shipped"). A reply
+"echoes" when it repeats an example's content or gives more than one score tag (the parser reads the first);
+`last_example` marks a score equal to the last example's (6 and 2.5), `analysis` whether any text came before
+the score. Run from the repository root:
 `python measurements/echo-check/rpm_judges.py` (resumable); results go to `rpm_judges.jsonl` beside it.
 """
 
@@ -79,11 +80,10 @@ def main() -> int:
     done = {(r["problem"], r["call"]) for r in map(json.loads, OUT.open())} if OUT.exists() else set()
     context = Context(model="local")
     model = get_chat_model(context)
-    shipped = load_prompt("critic_rpm")
-    templates = json.loads((HERE / "rpm_judges_released.json").read_text())
-    variants = {"released": dataclasses.replace(shipped, templates=templates),
-                "released, no examples": dataclasses.replace(shipped, templates=without_examples(templates)),
-                "shipped": shipped}
+    base, texts = load_prompt("critic_rpm"), json.loads((HERE / "rpm_judges_prompts.json").read_text())
+    variants = {"released": dataclasses.replace(base, templates=texts["released"]),
+                "released, no examples": dataclasses.replace(base, templates=without_examples(texts["released"])),
+                "shipped": dataclasses.replace(base, templates=texts["shipped until 2026-11-26"])}
     tasks = {t.id: t for t in load_dataset("mbpp500")}
     collected = {t.id for t in select_tasks(list(tasks.values()), sample=20, seed=5)}
     solutions = {r["id"]: r["solution"] for r in reference_solutions("mbpp500")}
