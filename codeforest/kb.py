@@ -11,6 +11,7 @@ Chroma collection (``tools/knowledge.py``).
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -29,6 +30,12 @@ from codeforest.tools.knowledge import MANIFEST, KnowledgeBase, KnowledgeError, 
 
 TOPIC_CALL = "thinker_rpm.topic"  # a record's topic came from the search's own topic call
 PACKAGED_STEPS = Path(str(resources.files("codeforest.tools") / "kb_steps.jsonl"))  # shipped in the package
+
+
+def topic_source(prompt) -> str:
+    """Where a record's topic comes from: the search's own topic call, in this wording of it (``kb retopic``
+    reclassifies the records another wording classified)."""
+    return f"{TOPIC_CALL}@{hashlib.sha256(prompt.templates['topic'].encode()).hexdigest()[:12]}"
 
 
 def default_kb_path() -> Path:
@@ -81,7 +88,7 @@ def write_steps(datasets: list[str], steps_path: str | Path, context: Context, *
         reply = thinker.solution_steps(model, prompt, problem["prompt"], problem["solution"])
         topic = thinker.classify_topic(model, topic_prompt, problem["prompt"])
         record = {"id": problem["id"], "source": problem["source"], "fingerprint": fingerprint(problem["prompt"]),
-                  "prompt": problem["prompt"], "topic": topic.value, "topic_from": TOPIC_CALL,
+                  "prompt": problem["prompt"], "topic": topic.value, "topic_from": topic_source(topic_prompt),
                   "steps_topic": reply.value["topic"], "steps": reply.value["steps"],
                   "tokens": tokens_spent(reply.cost) + tokens_spent(topic.cost)}
         append_record(steps_path, record)
@@ -92,22 +99,23 @@ def write_steps(datasets: list[str], steps_path: str | Path, context: Context, *
 
 def retopic(steps_path: str | Path, context: Context, *,
             on_record: Callable[[dict, int, int], None] | None = None) -> int:
-    """Reclassify the topic of every record of a steps file written before the KB used the search's own topic
-    call (the steps call's topic is kept as ``steps_topic``); the file is rewritten after each record, so a killed
-    run continues. Return how many were reclassified."""
+    """Reclassify the topic of every record of a steps file whose topic is not from the search's own topic call in
+    its current wording (the steps call's topic is kept as ``steps_topic``); the file is rewritten after each
+    record, so a killed run continues. Return how many were reclassified."""
     from codeforest.tools.models import get_chat_model
 
     steps_path = Path(steps_path)
     records = read_steps(steps_path)
-    todo = [r for r in records if r.get("topic_from") != TOPIC_CALL]
+    topic_prompt = load_prompt("thinker_rpm", context.prompts_dir or None)
+    source = topic_source(topic_prompt)
+    todo = [r for r in records if r.get("topic_from") != source]
     if not todo:
         return 0
     model = get_chat_model(context)
-    topic_prompt = load_prompt("thinker_rpm", context.prompts_dir or None)
     for i, record in enumerate(todo, 1):
         topic = thinker.classify_topic(model, topic_prompt, record["prompt"])
         record.update(steps_topic=record.get("steps_topic", record["topic"]), topic=topic.value,
-                      topic_from=TOPIC_CALL, tokens=record.get("tokens", 0) + tokens_spent(topic.cost))
+                      topic_from=source, tokens=record.get("tokens", 0) + tokens_spent(topic.cost))
         rewrite_records(steps_path, records)
         if on_record:
             on_record(record, i, len(todo))

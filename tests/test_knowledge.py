@@ -10,7 +10,8 @@ import pytest
 
 from codeforest.agents.thinker import parse_steps, parse_topic
 from codeforest.cli import main
-from codeforest.kb import fingerprint, interleaved, read_steps, write_steps
+from codeforest.kb import fingerprint, interleaved, read_steps, topic_source, write_steps
+from codeforest.prompts import load_prompt
 from codeforest.tools.knowledge import TOPICS, KnowledgeBase, KnowledgeError, prefix_documents
 from tests.fake_openai import FakeOpenAI
 
@@ -119,7 +120,7 @@ def test_steps_writer_resumes_and_interleaves(tmp_path, fixtures):
     assert [r["id"] for r in records] == ["Mini/1", "Mini/3", "Mini/2"]
     # the topic is the search's own topic call's (on the problem alone); the steps call's is kept beside it
     assert records[0]["topic"] == "Data Structures" and records[0]["steps_topic"] == "Mathematics and Number Theory"
-    assert records[0]["topic_from"] == "thinker_rpm.topic" and len(records[0]["steps"]) == 3
+    assert records[0]["topic_from"] == topic_source(load_prompt("thinker_rpm")) and len(records[0]["steps"]) == 3
     assert records[1]["steps"] == [] and records[1]["topic"] == "Other"  # unreadable topic: the fallback
     assert records[0]["fingerprint"] == fingerprint(records[0]["prompt"])
     assert "Correct code" in api.requests[0]["messages"][0]["content"]  # the reference solution was shown
@@ -139,16 +140,21 @@ def test_retopic_reclassifies_old_records_resumably_and_the_kb_follows(tmp_path,
     base = KnowledgeBase(tmp_path / "kb", create=True)
     base.add(read_steps(steps))
     api = FakeOpenAI(["<topic>Data Structures</topic>", "<topic>Dynamic Programming</topic>",
-                      "<topic>Hashing Techniques</topic>"])
+                      "<topic>Hashing Techniques</topic>", "<topic>Data Structures</topic>"])
     try:
         context = Context(base_url=api.url, model="fake")
         assert retopic(steps, context) == 3
         assert main(["kb", "retopic", "--steps", str(steps), "--base-url", api.url, "--model", "fake"]) == 0
         assert "reclassified 0 problems" in capsys.readouterr().err and len(api.requests) == 3  # all done
+        # a record classified by another wording of the topic prompt is classified again
+        records = read_steps(steps)
+        records[2]["topic_from"] = "thinker_rpm.topic"
+        steps.write_text("".join(json.dumps(r) + "\n" for r in records))
+        assert retopic(steps, context) == 1 and len(api.requests) == 4
     finally:
         api.close()
     records = read_steps(steps)
-    assert [r["topic"] for r in records] == ["Data Structures", "Dynamic Programming", "Hashing Techniques"]
+    assert [r["topic"] for r in records] == ["Data Structures", "Dynamic Programming", "Data Structures"]
     assert [r["steps_topic"] for r in records] == [r["topic"] for r in RECORDS]
     assert records[0]["steps"] == RECORDS[0]["steps"]  # nothing else changed
     query = RECORDS[0]["prompt"] + "\n" + RECORDS[0]["steps"][0]
