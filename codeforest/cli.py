@@ -718,10 +718,9 @@ def cmd_kb_query(args: argparse.Namespace) -> int:
 
 def cmd_kb_sanity(args: argparse.Namespace) -> int:
     """Print the retrieval sanity of a knowledge base (reworded problems finding themselves top-1)."""
-    from codeforest.kb import PACKAGED_STEPS, default_kb_path, read_steps, retrieval_sanity
-    from codeforest.tools.knowledge import KnowledgeBase
+    from codeforest.kb import PACKAGED_STEPS, open_knowledge, read_steps, retrieval_sanity
 
-    kb = KnowledgeBase(args.kb or default_kb_path())
+    kb = open_knowledge(args.kb)  # the default KB follows the packaged steps first (their topics may have moved)
     result = retrieval_sanity(kb, read_steps(args.steps or PACKAGED_STEPS), limit=args.limit)
     print(json.dumps(result))
     return 0
