@@ -25,14 +25,14 @@ from codeforest.context import Context
 from codeforest.graphs.state import tokens_spent
 from codeforest.jsonl import append_record, rewrite_records
 from codeforest.problems import reference_solutions
-from codeforest.prompts import load_prompt
+from codeforest.prompts import Prompt, load_prompt
 from codeforest.tools.knowledge import MANIFEST, KnowledgeBase, KnowledgeError, fingerprint
 
 TOPIC_CALL = "thinker_rpm.topic"  # a record's topic came from the search's own topic call
 PACKAGED_STEPS = Path(str(resources.files("codeforest.tools") / "kb_steps.jsonl"))  # shipped in the package
 
 
-def topic_source(prompt) -> str:
+def topic_source(prompt: Prompt) -> str:
     """Where a record's topic comes from: the search's own topic call, in this wording of it (``kb retopic``
     reclassifies the records another wording classified)."""
     return f"{TOPIC_CALL}@{hashlib.sha256(prompt.templates['topic'].encode()).hexdigest()[:12]}"
