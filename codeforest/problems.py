@@ -222,7 +222,7 @@ def check_asserts(test: str) -> list[str] | None:
         module = ast.parse(test)
     except SyntaxError:
         return None
-    check = next((s for s in module.body if isinstance(s, ast.FunctionDef) and s.name == "check"), None)
+    check = _check_function(module)
     if check is None:
         return None
     asserts = [s for s in check.body if isinstance(s, ast.Assert) and not isinstance(s.test, ast.Constant)]
@@ -254,7 +254,7 @@ def without_public(test: str, public: list[str], entry_point: str | None) -> str
                          if isinstance(s, ast.Assert))
         except SyntaxError:
             continue
-    holder = next((s for s in module.body if isinstance(s, ast.FunctionDef) and s.name == "check"), module)
+    holder = _check_function(module) or module
     kept = [s for s in holder.body if not (isinstance(s, ast.Assert) and _assert_key(s, entry_point) in shown)]
     if len(kept) == len(holder.body):
         return test
@@ -262,6 +262,10 @@ def without_public(test: str, public: list[str], entry_point: str | None) -> str
     if not any(isinstance(n, ast.Assert) and not isinstance(n.test, ast.Constant) for n in ast.walk(holder)):
         return None
     return ast.unparse(module)
+
+
+def _check_function(module: ast.Module) -> ast.FunctionDef | None:
+    return next((s for s in module.body if isinstance(s, ast.FunctionDef) and s.name == "check"), None)
 
 
 def _assert_key(statement: ast.Assert, entry_point: str | None) -> str:

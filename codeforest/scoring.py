@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 
 from codeforest.problems import Task, check_asserts, without_public
 from codeforest.tools.sandbox import run
-from codeforest.tools.testing import TestSuite
+from codeforest.tools.testing import TestSuite, printed
 
 FINAL_TIMEOUT_S = 10.0  # per private test; CodeTree's released code uses 10 s for the final evaluation
 MIN_ASSERT_TIMEOUT_S = 1.0  # an assert's share of a check's time when it runs alone, for the pass rate
@@ -49,9 +49,7 @@ def held_out(task: Task) -> Task | None:
 
 
 def _stdio_key(test: dict) -> tuple[str, str]:
-    def lines(text: str) -> str:  # spaces at line ends do not count, as when outputs are compared
-        return "\n".join(line.rstrip() for line in text.strip().splitlines())
-    return lines(test["input"]), lines(test["output"])
+    return printed(test["input"]), printed(test["output"])  # line-end spaces aside, as outputs are compared
 
 
 def private_test_count(task: Task) -> int:

@@ -17,7 +17,7 @@ import re
 from codeforest.problems import Problem
 from codeforest.tools._runner import digest, printed_digest, value_digest
 from codeforest.tools.sandbox import run
-from codeforest.tools.testing import ExecutionResult, TestSuite
+from codeforest.tools.testing import ExecutionResult, TestSuite, printed
 
 TIMEOUT, RAISED = "<timeout>", "<raised {}>"
 FINGERPRINT = "<sha256 {}>"  # an output as grouped (and a long one's mark after its cut text)
@@ -154,11 +154,6 @@ def probe_suite(problem: Problem, inputs: list[str], expected: list[str | None] 
                                                                                             strict=True)])
     return TestSuite.function([f"assert {call} == {'None' if want is None else want}"
                                for call, want in zip(inputs, expected, strict=True)], problem["entry_point"])
-
-
-def printed(text: str) -> str:
-    """Printed output as shown: no trailing spaces on a line, no blank lines around it."""
-    return "\n".join(line.rstrip() for line in text.strip().splitlines())
 
 
 def no_answer(output: str) -> bool:

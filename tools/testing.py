@@ -152,11 +152,14 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 20] + "\n... (truncated)"
 
 
+def printed(text: str) -> str:
+    """Printed output as shown: no trailing spaces on a line, no blank lines around it."""
+    return "\n".join(line.rstrip() for line in text.strip().splitlines())
+
+
 def outputs_match(actual: str, expected: str) -> bool:
     """Compare program output to expected stdout: whitespace-insensitive, floats within 1e-6."""
-    a_lines = [ln.rstrip() for ln in actual.strip().splitlines()]
-    e_lines = [ln.rstrip() for ln in expected.strip().splitlines()]
-    if a_lines == e_lines:
+    if printed(actual) == printed(expected):
         return True
     a_tokens, e_tokens = actual.split(), expected.split()
     if len(a_tokens) != len(e_tokens):

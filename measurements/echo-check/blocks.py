@@ -50,12 +50,12 @@ def with_paper_example(prompt):
     return dataclasses.replace(prompt, templates=swap(prompt.templates))
 
 
-def broken(task, solution: str, context: Context):
-    """The first one-operator flip of the reference solution that fails a public test, and its result."""
+def broken(problem: dict, prefix: str, body: str, context: Context):
+    """``prefix`` and the first one-operator flip of ``body`` that fails a public test, and its result."""
     for old, new in FLIPS:
-        for match in re.finditer(re.escape(old), solution):
-            code = task.problem["prompt"] + solution[:match.start()] + new + solution[match.end():]
-            result = run_public_tests(task.problem, code, timeout=context.test_timeout)
+        for match in re.finditer(re.escape(old), body):
+            code = prefix + body[:match.start()] + new + body[match.end():]
+            result = run_public_tests(problem, code, timeout=context.test_timeout)
             if 0 < result.total and result.passed < result.total:
                 return code, result
     return None, None
@@ -75,7 +75,7 @@ def main() -> int:
     for task in held_out:
         if analysed == COUNT:
             break
-        code, result = broken(task, solutions[task.id], context)
+        code, result = broken(task.problem, task.problem["prompt"], solutions[task.id], context)
         if code is None:
             continue
         trace, index = failing_test_trace(code, public_suite(task.problem), result, backend=context.sandbox)

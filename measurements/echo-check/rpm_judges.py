@@ -19,9 +19,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
-import re
 import sys
 from pathlib import Path
+
+from blocks import broken  # beside this script: the same operator flips
 
 from codeforest.agents import critic
 from codeforest.bench import select_tasks
@@ -43,21 +44,6 @@ TAG = {"critic": "<score>", "evaluate": "<evaluation>"}
 LAST_EXAMPLE = {"critic": 6.0, "evaluate": 2.5}
 EXAMPLES = {"critic": ("Please study the following example's format.", "Below is a given problem"),
             "evaluate": ("Example Answers:", "Output:")}
-FLIPS = [(" + ", " - "), (" - ", " + "), (" < ", " > "), (" > ", " < "), (" <= ", " < "), (" >= ", " > "),
-         (" == ", " != "), (" != ", " == "), (" and ", " or "), (" or ", " and ")]
-
-
-def broken(problem: dict, code: str, context: Context):
-    """The first one-operator flip of ``code`` that fails a public test, and its result."""
-    for old, new in FLIPS:
-        for match in re.finditer(re.escape(old), code):
-            flipped = code[:match.start()] + new + code[match.end():]
-            result = run_public_tests(problem, flipped, timeout=context.test_timeout)
-            if 0 < result.total and result.passed < result.total:
-                return flipped, result
-    return None, None
-
-
 def without_examples(templates: dict) -> dict:
     """The released templates with their worked examples cut out (the instructions around them kept)."""
     out = {}
@@ -94,7 +80,7 @@ def main() -> int:
         inputs = {"critic": None}
         for name, program in (("evaluate right", code), ("evaluate wrong", None)):
             if program is None:
-                program, result = broken(problem, code, context)
+                program, result = broken(problem, "", code, context)
                 if program is None:
                     continue
             else:
