@@ -186,10 +186,10 @@ def verify_chains(state: GvrBonState, runtime: Runtime[GvrBonContext], model: Ba
         costs.append(cost)
         if scores and not known:
             updates.setdefault(last, {})["prm_scores"] = scores
-        kit.emit("verified", node=last, scores=scores and [round(s, 3) for s in scores],
-                 flagged=[ids[i] for i in positions])
-        if positions:  # a chain with nothing flagged keeps its code
-            flagged[last] = [ids[i] for i in positions]
+        named = [ids[i] for i in positions]
+        kit.emit("verified", node=last, scores=scores and [round(s, 3) for s in scores], flagged=named)
+        if named:  # a chain with nothing flagged keeps its code
+            flagged[last] = named
     return {"nodes": updates, "flagged": flagged, "cost": total_cost(costs)}
 
 
