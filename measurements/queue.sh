@@ -17,6 +17,18 @@ AI="measurements/apps-intro-1.5b"
 bench() { echo "== $(date -u +%FT%TZ) $*"; codeforest bench --model local --cache --seed 5 --sample 20 \
     --concurrency "${CODEFOREST_QUEUE_CONCURRENCY:-4}" --request-timeout 1800 --retry-errors "$@"; }
 
+# plain resampling given a graph's mean tokens per problem at its defaults (as many samples as fit): the comparison
+# every search method must win
+resample_at_tokens_of() {  # DATASET DIR GRAPH
+    local budget
+    budget=$(python3 -c "import json; r={}
+for x in map(json.loads, open('$2/results.jsonl')):  # the latest record of each problem, at the defaults
+    if x['graph'] == '$3' and not x.get('settings'): r[x['problem_id']] = x
+r=[x for x in r.values() if not x.get('error')]
+print(round(sum(x['prompt_tokens']+x['completion_tokens'] for x in r)/len(r)))") || return
+    CODEFOREST_RESAMPLE_N=1000 bench --dataset "$1" --out "$2" --graph resample --token-budget "$budget"
+}
+
 # issue 17: every graph at its defaults after the corrections (HumanEval, the same 20 problems as humaneval-1.5b),
 # then the token-budget sweep (largest first, the smaller replayed from the cache)
 bench --dataset humaneval --out "$HE" --graph direct --graph resample --graph codetree --graph bester --graph rethink_mcts
@@ -24,12 +36,7 @@ bench --dataset humaneval --out "$HE" --graph direct --graph resample --graph be
     --token-budget 32000,8000,2000
 # issue 17: resample at the mean tokens per problem of codetree and of rethink_mcts (as many samples as fit)
 for graph in codetree rethink_mcts; do
-    budget=$(python3 -c "import json; r={}
-for x in map(json.loads, open('$HE/results.jsonl')):  # the latest record of each problem, at the defaults
-    if x['graph'] == '$graph' and not x.get('settings'): r[x['problem_id']] = x
-r=[x for x in r.values() if not x.get('error')]
-print(round(sum(x['prompt_tokens']+x['completion_tokens'] for x in r)/len(r)))")
-    CODEFOREST_RESAMPLE_N=1000 bench --dataset humaneval --out "$HE" --graph resample --token-budget "$budget"
+    resample_at_tokens_of humaneval "$HE" "$graph"
 done
 # issue 21: resample with 8 samples: the first public-passing one (public), and all 8 drawn (min_candidates 8)
 # for each other selector to choose from; codetree and bester under agreement, 4 candidates
@@ -49,13 +56,18 @@ for selector in agreement codet differential; do
 done
 bench --dataset apps_introductory150 --out "$AI" --graph codetree --graph bester
 bench --dataset apps_introductory150 --out "$AI" --graph codetree --graph bester --selector agreement --min-candidates 4
+resample_at_tokens_of apps_introductory150 "$AI" codetree
 # issue 15: the KB's topics from the search's own topic call, then RPM-MCTS with that KB and without it
 codeforest kb retopic --steps tools/kb_steps.jsonl --model local 2>&1 | tee -a measurements/kb/retopic.log
 bench --dataset apps_introductory150 --out "$AI" --graph rpm_mcts
 CODEFOREST_RPM_KB=false bench --dataset apps_introductory150 --out "$AI" --graph rpm_mcts
+resample_at_tokens_of apps_introductory150 "$AI" rpm_mcts
 # issue 16: CodePRM's GVR against RethinkMCTS and direct on apps_interview150, and PRM data from a split no bench uses
 bench --dataset apps_interview150 --out measurements/apps-interview-1.5b --graph direct --graph resample --graph gvr \
     --graph rethink_mcts
+for graph in gvr rethink_mcts; do
+    resample_at_tokens_of apps_interview150 measurements/apps-interview-1.5b "$graph"
+done
 codeforest collect-prm --dataset mbpp500 --sample 20 --seed 5 --model local --cache \
     --out measurements/prm-data/mbpp500-20.jsonl
 echo "== $(date -u +%FT%TZ) queue done"
