@@ -299,7 +299,8 @@ def one_thought(model: BaseChatModel, prompt: Prompt, problem: Problem, *, previ
     match = re.search(r"\{.*\}", body, re.S)
     try:
         loaded = json.loads(match.group(0)) if match else None
-        value = (str(loaded["Thought"]).strip(), float(loaded["Reasonableness"])) if isinstance(loaded, dict) else None
+        value = ((str(loaded["Thought"]).strip(), as_prior(loaded["Reasonableness"])) if isinstance(loaded, dict)
+                 else None)
     except (json.JSONDecodeError, KeyError, TypeError, ValueError):
         value = None
     if value is not None and (not value[0] or echoed(value[0], own_words(prompt, key))):

@@ -239,6 +239,8 @@ def refine(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel |
         reply = rethink.refine(llm, prompt, state=shown, code=node["code"], feedback=node["feedback"],
                                refine_id=ids.index(thought_id) + 1)
         costs.append(reply.cost)
+        if not reply.value:  # an empty thought would drop out of every prompt and renumber the others: keep it
+            continue
         old = nodes[thought_id]
         updates[thought_id] = {"text": reply.value, "refined": old.get("refined", 0) + 1,
                                "replaced_thought": old.get("replaced_thought", old["text"])}

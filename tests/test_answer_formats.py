@@ -159,6 +159,14 @@ def test_a_single_sampled_thought_copied_from_the_example_is_unread():
     assert not thinker.echoed("Add one.", "Add one. <a thought about this problem>")  # too short to be a copy
 
 
+@pytest.mark.parametrize("reasonableness", ["NaN", "Infinity", '"high"'])
+def test_a_single_sampled_thought_with_an_unreadable_reasonableness_gets_prior_one(reasonableness):
+    model = RespondingChatModel(respond=lambda messages: '{"Thought": "Add one.", "Reasonableness": '
+                                                         + reasonableness + '}')
+    out = thinker.one_thought(model, load_prompt("thinker_gvr"), PROBLEM, previous="")
+    assert out.value == ("Add one.", 1.0) and out.parsed
+
+
 @pytest.mark.parametrize("reasonableness", ['"high"', "null", "[0.5]", '"nan"', "NaN"])
 def test_a_schema_reply_with_an_unreadable_reasonableness_keeps_its_thought_at_prior_one(reasonableness):
     """An endpoint that does not enforce the schema may send any value there: the thought stays, prior 1.0."""

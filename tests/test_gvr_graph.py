@@ -238,3 +238,10 @@ def test_pure_rules():
     programs = [{"node": "a", "code": "x", "value": 0.5}, {"node": "b", "code": "y", "value": 1.0},
                 {"node": "c", "code": "y", "value": 0.0}, {"node": "d", "code": "z", "value": 1.0}]
     assert best_program(programs)["node"] == "b" and best_program([]) is None
+
+
+def test_an_empty_refine_reply_keeps_the_thought_it_was_asked_to_replace():
+    script = two_rollouts(refines=("   ", "Return two."))
+    out = run(script, gvr_rollouts=2, verifier_threshold_rule="lt")
+    assert out["nodes"]["n1"]["text"] == "Return x + 2." and out["nodes"]["n1"]["refined"] == 0
+    assert script.prompts["solver"][1].endswith("\nThought: Return x + 2.")  # the code is rewritten from it
