@@ -239,12 +239,9 @@ def refine(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel |
         reply = rethink.refine(llm, prompt, state=shown, code=node["code"], feedback=node["feedback"],
                                refine_id=ids.index(thought_id) + 1)
         costs.append(reply.cost)
-        if not reply.value:  # an empty thought would drop out of every prompt and renumber the others: keep it
-            continue
-        old = nodes[thought_id]
-        updates[thought_id] = {"text": reply.value, "refined": old.get("refined", 0) + 1,
-                               "replaced_thought": old.get("replaced_thought", old["text"])}
-        kit.emit("refined", node=thought_id, old=old["text"], new=reply.value)
+        if update := kit.refined_thought(nodes[thought_id], reply.value):
+            updates[thought_id] = update
+            kit.emit("refined", node=thought_id, old=nodes[thought_id]["text"], new=reply.value)
     return {"nodes": updates, "refines": state.get("refines", 0) + 1, "flagged": [], "cost": total_cost(costs)}
 
 

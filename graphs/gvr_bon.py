@@ -207,10 +207,9 @@ def refine(state: GvrBonState, runtime: Runtime[GvrBonContext], model: BaseChatM
             reply = rethink.refine(llm, prompt, state=shown, code=nodes[last]["code"],
                                    feedback=nodes[last]["feedback"], refine_id=ids.index(thought_id) + 1)
             costs.append(reply.cost)
-            old, texts[thought_id] = nodes[thought_id], reply.value
-            updates[thought_id] = {"text": reply.value, "refined": old.get("refined", 0) + 1,
-                                   "replaced_thought": old.get("replaced_thought", old["text"])}
-            kit.emit("refined", node=thought_id, old=old["text"], new=reply.value)
+            if update := kit.refined_thought(nodes[thought_id], reply.value):
+                updates[thought_id], texts[thought_id] = update, reply.value
+                kit.emit("refined", node=thought_id, old=nodes[thought_id]["text"], new=reply.value)
     return {"nodes": updates, "pending": list(state["flagged"]), "flagged": {}, "rounds": state["rounds"] + 1,
             "cost": total_cost(costs)}
 

@@ -171,6 +171,15 @@ def below(scores: list[float], threshold: float, rule: str = "le") -> list[int]:
     return [i for i, s in enumerate(scores) if (s <= threshold if rule == "le" else s < threshold)]
 
 
+def refined_thought(node: dict, text: str) -> dict | None:
+    """A thought node's update when a refinement replaces its text (the first text kept); ``None`` for an empty
+    replacement, which would drop the thought out of every prompt and renumber the others, so the thought stays."""
+    if not text:
+        return None
+    return {"text": text, "refined": node.get("refined", 0) + 1,
+            "replaced_thought": node.get("replaced_thought", node["text"])}
+
+
 def aggregate(scores: list[float], how: str) -> float:
     """One number for a chain's step scores: 'max' (the released code's default), 'min', 'mean' or 'last'."""
     if not scores:
