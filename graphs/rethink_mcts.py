@@ -291,9 +291,10 @@ def rethink_leaf(state: RolloutState, runtime: Runtime[RethinkContext], model: B
                                 key=f"user{released_suffix(context)}")
     costs.append(reply.cost)
     old = nodes[target]["text"]
-    kit.emit("rethink", node=target, old=old, new=reply.value)
     updates = {leaf: {"rethinks": node.get("rethinks", 0) + 1}}
-    updates[target] = {**updates.get(target, {}), "text": reply.value, "prior": 1.0, "replaced_thought": old}
+    if reply.value:  # an empty rewrite would drop the thought out of every prompt: the thought stays
+        kit.emit("rethink", node=target, old=old, new=reply.value)
+        updates[target] = {**updates.get(target, {}), "text": reply.value, "prior": 1.0, "replaced_thought": old}
     return {"nodes": updates, "cost": total_cost(costs)}
 
 

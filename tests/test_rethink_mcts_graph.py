@@ -112,6 +112,16 @@ def test_ablation_switches_remove_their_component(flag, absent):
         assert max(n.get("reward", 0) for n in out["nodes"].values()) == 1.0
 
 
+def test_an_empty_rethink_keeps_the_thought():
+    script = Script(expand=[thoughts(("Return x + 2.", 0.6), ("Return x + 3.", 0.4))],
+                    expand_fb=[thoughts(("Add one.", 1.0))], solver=[code("x + 2")] * 2, blocks=["[]"] * 2,
+                    rethink=["  \n"])
+    out = run(script, rethink_rollouts=1)
+    n1 = out["nodes"]["n1"]
+    assert script.roles.count("rethink") == 1 and n1["rethinks"] == 1
+    assert n1["text"] == "Return x + 2." and "replaced_thought" not in n1 and n1["prior"] == 0.6
+
+
 def test_best_program_counts_the_first_reward_of_a_code_and_ties_go_earliest():
     programs = [{"node": "a", "code": "x", "reward": 0.5}, {"node": "b", "code": "y", "reward": 0.9},
                 {"node": "c", "code": "y", "reward": 0.1}, {"node": "d", "code": "z", "reward": 0.9}]
