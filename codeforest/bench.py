@@ -47,7 +47,7 @@ COST_FIELDS = ("llm_calls", "prompt_tokens", "completion_tokens", "programs", "s
 # own; an endpoint URL may carry credentials, so it is never written).
 OPERATIONAL_FIELDS = frozenset({"model", "base_url", "api_key_env", "request_timeout", "retries", "server_slots",
                                 "cache_path", "sandbox", "bester_concurrency", "verifier_url", "selector_base_url",
-                                "selector_api_key_env"})
+                                "selector_api_key_env", "verifier_base_url", "verifier_api_key_env"})
 
 
 def result_settings(context: Context) -> dict:

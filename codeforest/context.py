@@ -111,10 +111,7 @@ class Context(BaseModel):
 
     def selector_context(self) -> Context:
         """The context the Tester and the judge talk through: this one, or its selector endpoint's."""
-        if not self.selector_model:
-            return self
-        return Context.of(self, model=self.selector_model, base_url=self.selector_base_url,
-                          api_key_env=self.selector_api_key_env or self.api_key_env)
+        return own_endpoint(self, self.selector_model, self.selector_base_url, self.selector_api_key_env)
 
     def slots_needed(self) -> int:
         """Model requests a run may send at once: the embedded server gets that many slots."""
@@ -142,6 +139,13 @@ class Context(BaseModel):
         return cls(**{k: v for k, v in {**values, **overrides}.items() if k in cls.model_fields})
 
 
+def own_endpoint(context: Context, model: str, base_url: str, api_key_env: str) -> Context:
+    """The context a role with a model of its own talks through (``context`` itself when ``model`` is empty)."""
+    if not model:
+        return context
+    return Context.of(context, model=model, base_url=base_url, api_key_env=api_key_env or context.api_key_env)
+
+
 def non_default_settings(context: Context, leave_out: frozenset[str] = frozenset()) -> dict:
     """The fields a context sets away from their defaults, except ``leave_out``."""
     return {name: getattr(context, name) for name, info in type(context).model_fields.items()
@@ -167,3 +171,25 @@ class VerifierContext(Context):
     verifier_unflagged: Literal["none", "lowest"] = Field(default="none", description=(
         "What threshold verification refines when θ flags no thought: 'none' (the paper: only flagged thoughts "
         "are refined, so that code is not) or 'lowest' (the released code: the lowest-scored thought)."))
+    verifier_model: str = Field(default="", description=(
+        "The model the LLM Verifier scores thoughts with (empty: the search's model), named as `model` is: at "
+        "`verifier_base_url`, or embedded ('local', 'small', a .gguf path) when that is empty. CodePRM's Table 2 "
+        "and Fig. 6 verify with other models than the one searching."))
+    verifier_base_url: str = Field(default="", description=(
+        "The OpenAI-compatible endpoint of `verifier_model` (empty: embedded)."))
+    verifier_api_key_env: str = Field(default="", description=(
+        "Name of the environment variable holding `verifier_base_url`'s key (empty: `api_key_env`)."))
+
+    @model_validator(mode="after")
+    def _verifier_endpoint_has_a_model(self) -> VerifierContext:
+        if self.verifier_base_url and not self.verifier_model:
+            raise ValueError("verifier_base_url is set without verifier_model: name the model the Verifier uses "
+                             "at that endpoint")
+        if self.verifier_model and self.verifier == "http":
+            raise ValueError("verifier_model names the LLM Verifier's model, but verifier='http' scores with the "
+                             "PRM at verifier_url")
+        return self
+
+    def verifier_context(self) -> Context:
+        """The context the LLM Verifier talks through: this one, or its own endpoint's."""
+        return own_endpoint(self, self.verifier_model, self.verifier_base_url, self.verifier_api_key_env)

@@ -35,6 +35,7 @@ from codeforest.graphs.state import SearchState, total_cost
 from codeforest.tools.testing import prm_feedback
 
 BUDGET_UNIT = "chains"
+SCORED_VERIFY = ("threshold", "locate_min")  # the gvr_bon_verify modes that flag from the Verifier's scores
 
 
 class GvrBonContext(VerifierContext):
@@ -103,6 +104,12 @@ def chain_value(pass_rate: float, has_tests: bool, prm_score: float | None, rewa
     return pass_rate
 
 
+def score_chain(scorer, problem: str, nodes: dict, last: str):
+    """The Verifier's step scores of a chain's thoughts, given its code and public-test feedback."""
+    thoughts = [nodes[j]["text"] for j in chain_ids(nodes, last)]
+    return verify(scorer, problem, thoughts, nodes[last]["code"], nodes[last]["feedback"])
+
+
 # --- nodes --------------------------------------------------------------------------------------------
 
 def think(state: GvrBonState, runtime: Runtime[GvrBonContext], model: BaseChatModel | None = None) -> dict:
@@ -153,8 +160,7 @@ def evaluate(state: GvrBonState, runtime: Runtime[GvrBonContext], model: BaseCha
         prm_score = None
         if context.gvr_bon_reward == "prm" or not has_tests or (
                 context.gvr_bon_reward == "pub_prm" and pass_rate == 1.0):
-            thoughts = [nodes[j]["text"] for j in chain_ids(nodes, last)]
-            scored = verify(scorer, state["problem"]["prompt"], thoughts, node["code"], node["feedback"])
+            scored = score_chain(scorer, state["problem"]["prompt"], nodes, last)
             costs.append(scored.cost)
             record.update(prm_scores=scored.value, prm_unread=not scored.parsed)
             prm_score = kit.aggregate(scored.value, context.gvr_bon_prm_agg)
@@ -175,17 +181,21 @@ def verify_chains(state: GvrBonState, runtime: Runtime[GvrBonContext], model: Ba
     """Flag the thoughts to refine in every failing chain (scores of this code are reused when there are)."""
     context = kit.settings(runtime, CONTEXT)
     nodes, llm, problem = state["nodes"], kit.chat_model(context, model), state["problem"]["prompt"]
-    flagged, updates, costs = {}, {}, []
+    scorer, flagged, updates, costs = kit.verifier(context, llm), {}, {}, []
     for last in (c for c in state["chains"] if kit.fails_public(nodes[c].get("execution"))):
         ids = chain_ids(nodes, last)
         thoughts, known = [nodes[j]["text"] for j in ids], nodes[last].get("prm_scores")
+        unread = bool(known) and nodes[last].get("prm_unread", False)
+        if not known and context.gvr_bon_verify in SCORED_VERIFY:  # kept with the code, for a later round
+            scored = score_chain(scorer, problem, nodes, last)
+            costs.append(scored.cost)
+            known, unread = scored.value, not scored.parsed
+            updates[last] = {"prm_scores": known, "prm_unread": unread}
         positions, scores, cost = kit.flawed_thoughts(
             context.gvr_bon_verify, context, llm, problem, thoughts, nodes[last]["code"], nodes[last]["feedback"],
             shown=problem + numbered(thoughts), key=f"{state['problem']['id']}:{last}:{state['rounds']}",
-            scores=known or None, unread=bool(known) and nodes[last].get("prm_unread", False))
+            scores=known or None, unread=unread)
         costs.append(cost)
-        if scores and not known:
-            updates.setdefault(last, {})["prm_scores"] = scores
         named = [ids[i] for i in positions]
         kit.emit("verified", node=last, scores=scores and [round(s, 3) for s in scores], flagged=named)
         if named:  # a chain with nothing flagged keeps its code

@@ -111,12 +111,14 @@ def emit(event: str, **data: Any) -> None:
 # --- the verifier (CodePRM; any graph whose context is a VerifierContext) ------------------------------
 
 def verifier(context: VerifierContext, model: BaseChatModel | None = None):
-    """The run's thought scorer (a ``tools.prm.PRMScorer``): the prompted chat model or the PRM endpoint."""
+    """The run's thought scorer (a ``tools.prm.PRMScorer``): the prompted chat model (the search's ``model``, or
+    ``verifier_model`` where the context names one) or the PRM endpoint."""
     with_execution = context.verifier_input == "execution"
     if context.verifier == "http":
         return HTTPScorer(context.verifier_url, timeout=context.request_timeout, retries=context.retries,
                           with_execution=with_execution)
-    return LLMVerifier(chat_model(context, model), prompt(context, "verifier"), with_execution=with_execution,
+    llm = chat_model(context.verifier_context()) if context.verifier_model else chat_model(context, model)
+    return LLMVerifier(llm, prompt(context, "verifier"), with_execution=with_execution,
                        structured=context.structured_output)
 
 

@@ -44,6 +44,12 @@ def run(model, **settings):
     return build_graph(model=model).invoke({"problem": PROBLEM}, context=context)
 
 
+def drawn_scores(key: str, count: int = 2) -> list[float]:
+    """The scores an unreadable Verifier reply flags from: one seeded draw per thought."""
+    drawn = random.Random(key)
+    return [drawn.random() for _ in range(count)]
+
+
 def test_best_of_n_by_verifier_reward_with_refine_of_the_failing_chain():
     chains = Chains({"x + 2": ['{"1-Thought": 0.9, "2-Thought": 0.3}'],
                      "x + 1": ['{"1-Thought": 0.6, "2-Thought": 0.7}', '{"1-Thought": 0.8, "2-Thought": 0.95}']})
@@ -63,10 +69,32 @@ def test_best_of_n_by_verifier_reward_with_refine_of_the_failing_chain():
 def test_an_unreadable_reward_reply_is_reused_and_flags_from_drawn_scores():
     chains = Chains({"x + 2": ["No idea."], "x + 1": ['{"1-Thought": 0.6, "2-Thought": 0.7}'] * 2})
     out = run(RespondingChatModel(respond=chains, pass_kwargs=True))
-    draws = [random.Random("T/inc:n3:0").random() for _ in range(2)]  # the released code's random scores
+    draws = drawn_scores("T/inc:n3:0")  # the released code's random scores
     flagged = [i + 1 for i, s in enumerate(draws) if s <= 0.5]
     assert [c[1] for c in chains.calls if c[0] == "refine"] == [f"{i}-Thought" for i in flagged] != ["1-Thought"]
     assert chains.calls.count(("verify", "x + 2")) == 1 and out["cost"]["parse_failures"] == 1
+
+
+def test_a_second_round_flags_an_unread_chain_from_fresh_draws_not_from_its_fallback_scores():
+    """Under pub_test the Verifier first runs in the verify node; chain B's unreadable reply flags nothing in
+    round 0 and its code stays, so round 1 reuses that reply: still unread (fresh draws), not 0.5 everywhere
+    (which θ = 0.5 would flag whole)."""
+    class BothFail(Chains):
+        def __call__(self, messages, **kwargs):
+            if kwargs.get("seed") == 4 and "offer ONE more further thought step" in str(messages[-1].content):
+                return "B2 add two."
+            return super().__call__(messages, **kwargs)
+
+    draws = {key: drawn_scores(f"T/e:{key}") for key in ("n3:0", "n4:0", "n4:1")}
+    assert min(draws["n4:0"]) > 0.5 and max(draws["n4:1"]) > 0.5  # round 0 leaves B alone; round 1 not all
+    chains = BothFail({"x + 2": ["No idea."] * 3})
+    context = GvrBonContext(structured_output=False, gvr_bon_n=2, gvr_bon_steps=2, gvr_bon_reward="pub_test",
+                            gvr_bon_max_refines=2)
+    build_graph(model=RespondingChatModel(respond=chains, pass_kwargs=True)).invoke(
+        {"problem": {**PROBLEM, "id": "T/e"}}, context=context)
+    expected = [f"{i + 1}-Thought" for key in ("n3:0", "n4:1") for i, s in enumerate(draws[key]) if s <= 0.5]
+    assert [c[1] for c in chains.calls if c[0] == "refine"] == expected
+    assert chains.calls.count(("verify", "x + 2")) == 2  # A and B once each: B's reply is reused
 
 
 @pytest.mark.parametrize("unflagged", ["none", "lowest"])

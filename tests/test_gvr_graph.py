@@ -245,3 +245,31 @@ def test_an_empty_refine_reply_keeps_the_thought_it_was_asked_to_replace():
     out = run(script, gvr_rollouts=2, verifier_threshold_rule="lt")
     assert out["nodes"]["n1"]["text"] == "Return x + 2." and out["nodes"]["n1"]["refined"] == 0
     assert script.prompts["solver"][1].endswith("\nThought: Return x + 2.")  # the code is rewritten from it
+
+
+def test_the_verifier_scores_on_a_model_of_its_own_while_the_search_stays_on_its_model():
+    """CodePRM's Table 2 and Fig. 6 verify with another model: `verifier_model` at its own endpoint."""
+    import json
+
+    from codeforest.bench import result_settings
+    from codeforest.scripted_endpoint import ScriptedEndpoint
+
+    script = Script(expand=[thoughts(("Return x + 2.", 0.6), ("Return x + 1.", 0.4)),
+                            thoughts(("Keep it.", 0.5), ("Check types.", 0.5))],
+                    solver=[code("x + 2"), code("x + 1")], refine=["Thought: Return x plus one."])
+    with ScriptedEndpoint([], respond=lambda body: '{"1-Thought": 0.2}') as api:
+        out = run(script, gvr_rollouts=1, verifier_model="prm-judge", verifier_base_url=api.url)
+        asked = [json.dumps(body) for body in api.requests]
+    assert "verify" not in script.roles and script.roles[:4] == ["expand", "solver", "refine", "solver"]
+    assert len(asked) == 1 and '"prm-judge"' in asked[0] and "judge the correctness of each thought" in asked[0]
+    assert out["nodes"]["n1"]["replaced_thought"] == "Return x + 2."  # flagged by the endpoint's 0.2
+    assert out["cost"]["llm_calls"] == len(script.roles) + 1
+    context = GvrContext(verifier_model="prm-judge", verifier_base_url="http://user:secret@127.0.0.1:1/v1")
+    assert result_settings(context) == {"verifier_model": "prm-judge"}  # the endpoint URL is never written
+
+
+def test_a_verifier_endpoint_needs_its_model_name_and_the_llm_verifier():
+    with pytest.raises(ValueError, match="verifier_model"):
+        GvrContext(verifier_base_url="http://127.0.0.1:1/v1")
+    with pytest.raises(ValueError, match="verifier='http'"):
+        GvrContext(verifier="http", verifier_url="http://127.0.0.1:1/prm", verifier_model="prm-judge")
