@@ -104,12 +104,6 @@ def chain_value(pass_rate: float, has_tests: bool, prm_score: float | None, rewa
     return pass_rate
 
 
-def score_chain(scorer, problem: str, nodes: dict, last: str):
-    """The Verifier's step scores of a chain's thoughts, given its code and public-test feedback."""
-    thoughts = [nodes[j]["text"] for j in chain_ids(nodes, last)]
-    return verify(scorer, problem, thoughts, nodes[last]["code"], nodes[last]["feedback"])
-
-
 # --- nodes --------------------------------------------------------------------------------------------
 
 def think(state: GvrBonState, runtime: Runtime[GvrBonContext], model: BaseChatModel | None = None) -> dict:
@@ -160,7 +154,8 @@ def evaluate(state: GvrBonState, runtime: Runtime[GvrBonContext], model: BaseCha
         prm_score = None
         if context.gvr_bon_reward == "prm" or not has_tests or (
                 context.gvr_bon_reward == "pub_prm" and pass_rate == 1.0):
-            scored = score_chain(scorer, state["problem"]["prompt"], nodes, last)
+            thoughts = [nodes[j]["text"] for j in chain_ids(nodes, last)]
+            scored = verify(scorer, state["problem"]["prompt"], thoughts, node["code"], node["feedback"])
             costs.append(scored.cost)
             record.update(prm_scores=scored.value, prm_unread=not scored.parsed)
             prm_score = kit.aggregate(scored.value, context.gvr_bon_prm_agg)
@@ -187,7 +182,7 @@ def verify_chains(state: GvrBonState, runtime: Runtime[GvrBonContext], model: Ba
         thoughts, known = [nodes[j]["text"] for j in ids], nodes[last].get("prm_scores")
         unread = bool(known) and nodes[last].get("prm_unread", False)
         if not known and context.gvr_bon_verify in SCORED_VERIFY:  # kept with the code, for a later round
-            scored = score_chain(scorer, problem, nodes, last)
+            scored = verify(scorer, problem, thoughts, nodes[last]["code"], nodes[last]["feedback"])
             costs.append(scored.cost)
             known, unread = scored.value, not scored.parsed
             updates[last] = {"prm_scores": known, "prm_unread": unread}

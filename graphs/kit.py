@@ -94,6 +94,12 @@ def chat_model(context: Context, override: BaseChatModel | None = None) -> BaseC
     return get_chat_model(context)
 
 
+def role_model(context: Context, role_context: Context, override: BaseChatModel | None = None) -> BaseChatModel:
+    """A role's model: its own endpoint's where ``role_context`` names one (it is not ``context``), else the
+    run's (the injected ``override`` first)."""
+    return chat_model(role_context) if role_context is not context else chat_model(context, override)
+
+
 def prompt(context: Context, name: str) -> Prompt:
     """A role's prompt, from the context's prompts folder where it has that file."""
     return load_prompt(name, context.prompts_dir or None)
@@ -117,9 +123,8 @@ def verifier(context: VerifierContext, model: BaseChatModel | None = None):
     if context.verifier == "http":
         return HTTPScorer(context.verifier_url, timeout=context.request_timeout, retries=context.retries,
                           with_execution=with_execution)
-    llm = chat_model(context.verifier_context()) if context.verifier_model else chat_model(context, model)
-    return LLMVerifier(llm, prompt(context, "verifier"), with_execution=with_execution,
-                       structured=context.structured_output)
+    return LLMVerifier(role_model(context, context.verifier_context(), model), prompt(context, "verifier"),
+                       with_execution=with_execution, structured=context.structured_output)
 
 
 def flag_thoughts(scores: list[float], mode: str, threshold: float, rule: str = "le",

@@ -247,9 +247,7 @@ class ModelHelp:
 
     def chat_model(self) -> BaseChatModel:
         """The selector's own endpoint where the context names one, else the search's model."""
-        if self.context.selector_model:
-            return kit.chat_model(self.context.selector_context())
-        return kit.chat_model(self.context, self.model)
+        return kit.role_model(self.context, self.context.selector_context(), self.model)
 
     def cost(self) -> dict:
         """What the selector's calls cost."""
