@@ -79,6 +79,9 @@ def test_verify_refine_regenerate_with_exact_prompts():
     generator = "You are a helpful code generator that generate code to complete the given problem.\n"
     assert all(script.prompts[role][0].startswith(generator) for role in ("expand", "expand_fb", "solver"))
     assert "def inc(x):\n    return 2\nAbove is the combination of problem" in fb
+    # the paper's T4 has "Above is a problem..." before the instructions (the released code has no such line)
+    assert f"{PROBLEM['prompt']}\nAbove is a problem to be solved by Python program.\n* I need you to analyze" \
+        in script.prompts["expand"][0]
     assert "## Failed test 1: \nassert inc(5) == 6" in fb and "\nThought: Return two." in fb
     assert (nodes["n1"]["visits"], nodes["root"]["visits"]) == (3, 3)
     assert nodes["n1"]["q"] == 1.0 and nodes["n3"]["q"] == 0.5
