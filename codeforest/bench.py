@@ -331,6 +331,15 @@ def latest_records(records: list[dict]) -> list[dict]:
     return list(latest.values())
 
 
+def mean_tokens_of(records: list[dict], graph: str) -> int:
+    """The mean tokens per problem ``graph`` spent at its defaults (no other settings, errors left out): the
+    budget at which plain resampling is set against a search."""
+    runs = [r for r in latest_records(records) if r["graph"] == graph and not r.get("settings") and not r.get("error")]
+    if not runs:
+        raise ValueError(f"no finished {graph} run at its defaults in these results: bench it first")
+    return round(sum(tokens_spent(r) for r in runs) / len(runs))
+
+
 def write_samples(out_dir: str | Path) -> list[Path]:
     """human-eval style ``samples-<graph>.jsonl`` (task_id, completion) for function-style results; a run with
     other settings gets its own file, named by its label."""

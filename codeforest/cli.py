@@ -77,10 +77,14 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--server", metavar="URL",
                        help="run the graphs on a LangGraph Server (e.g. http://127.0.0.1:2024): one thread per run, "
                             "only the public problem is sent; private tests are scored here")
-    bench.add_argument("--token-budget", metavar="N[,N...]",
-                       help="run every graph at each token budget (e.g. 2000,8000,32k), largest first; the budgets "
-                            "share <out>/responses.sqlite (with or without --cache), so the smaller ones replay the "
-                            "larger runs' calls")
+    budget = bench.add_mutually_exclusive_group()
+    budget.add_argument("--token-budget", metavar="N[,N...]",
+                        help="run every graph at each token budget (e.g. 2000,8000,32k), largest first; the budgets "
+                             "share <out>/responses.sqlite (with or without --cache), so the smaller ones replay the "
+                             "larger runs' calls")
+    budget.add_argument("--tokens-of", metavar="GRAPH", choices=graph_names(),
+                        help="run at the mean tokens per problem GRAPH spent at its defaults in <out>: plain "
+                             "resampling at a search's tokens (CODEFOREST_RESAMPLE_N=1000: as many samples as fit)")
     _add_context_args(bench)
     bench.set_defaults(func=cmd_bench)
 
@@ -372,7 +376,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     """Run graphs x problems, appending one record per finished pair; then print the report."""
     from pathlib import Path
 
-    from codeforest.bench import Bench, parse_budgets, select_tasks, write_samples
+    from codeforest.bench import Bench, mean_tokens_of, parse_budgets, read_results, select_tasks, write_samples
     from codeforest.tools.models import embedded_spec, ensure_model_file
 
     context = context_from_args(args)
@@ -383,6 +387,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     dataset = Path(args.dataset).stem if args.dataset.endswith((".jsonl", ".json")) else args.dataset
     out = Path(args.out or f"runs/{dataset}-{Path(context.model).stem}")
     budgets = parse_budgets(args.token_budget) if args.token_budget else [context.token_budget]
+    if args.tokens_of:
+        budgets = [mean_tokens_of(read_results(out), args.tokens_of)]
+        err.print(f"{args.tokens_of} spent {budgets[0]:,} tokens a problem in {out}: the token budget")
     if args.cache is not None:
         context.cache_path = args.cache or str(out / "responses.sqlite")
     elif len(budgets) > 1 and not context.cache_path and not args.server:

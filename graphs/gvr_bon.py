@@ -94,6 +94,11 @@ def chain_ids(nodes: dict, last: str) -> list[str]:
     return search.path_to(nodes, last)
 
 
+def chain_texts(nodes: dict, last: str) -> list[str]:
+    """A chain's thoughts' texts from the first to ``last``."""
+    return [nodes[j]["text"] for j in chain_ids(nodes, last)]
+
+
 def chain_value(pass_rate: float, has_tests: bool, prm_score: float | None, reward: str) -> float:
     """``prm``: the aggregate step score; ``pub_prm``: pass rate, + the score when all pass; ``pub_test``: pass
     rate. Without public tests every mode falls back to the score (nothing else can tell chains apart)."""
@@ -114,7 +119,7 @@ def think(state: GvrBonState, runtime: Runtime[GvrBonContext], model: BaseChatMo
     lasts = state["chains"] or [None] * context.gvr_bon_n
     base, new, costs, chains = kit.next_order(nodes), {}, [], []
     for i, last in enumerate(lasts):
-        previous = [nodes[j]["text"] for j in chain_ids(nodes, last)] if last else []
+        previous = chain_texts(nodes, last) if last else []
         sampled = llm.bind(temperature=context.gvr_bon_temperature, seed=step * context.gvr_bon_n + i + 1)
         reply = thinker.chain_step(sampled, prompt, state["problem"], previous=numbered(previous))
         costs.append(reply.cost)
@@ -133,7 +138,7 @@ def write_code(state: GvrBonState, runtime: Runtime[GvrBonContext], model: BaseC
     llm, prompt, nodes = kit.chat_model(context, model), kit.prompt(context, "solver_mcts"), state["nodes"]
     updates, costs = {}, []
     for last in state["pending"]:
-        thoughts = [nodes[j]["text"] for j in chain_ids(nodes, last)]
+        thoughts = chain_texts(nodes, last)
         reply = solver.write_code(llm, prompt, state["problem"], thoughts=numbered(thoughts))
         costs.append({**reply.cost, **kit.PROGRAM_RUN})
         _, record = kit.run_program(state["problem"], reply.value, context, last, feedback=prm_feedback)
@@ -154,7 +159,7 @@ def evaluate(state: GvrBonState, runtime: Runtime[GvrBonContext], model: BaseCha
         prm_score = None
         if context.gvr_bon_reward == "prm" or not has_tests or (
                 context.gvr_bon_reward == "pub_prm" and pass_rate == 1.0):
-            thoughts = [nodes[j]["text"] for j in chain_ids(nodes, last)]
+            thoughts = chain_texts(nodes, last)
             scored = verify(scorer, state["problem"]["prompt"], thoughts, node["code"], node["feedback"])
             costs.append(scored.cost)
             record.update(prm_scores=scored.value, prm_unread=not scored.parsed)

@@ -20,13 +20,7 @@ bench() { echo "== $(date -u +%FT%TZ) $*"; codeforest bench --model local --cach
 # plain resampling given a graph's mean tokens per problem at its defaults (as many samples as fit): the comparison
 # every search method must win
 resample_at_tokens_of() {  # DATASET DIR GRAPH
-    local budget
-    budget=$(python3 -c "import json; r={}
-for x in map(json.loads, open('$2/results.jsonl')):  # the latest record of each problem, at the defaults
-    if x['graph'] == '$3' and not x.get('settings'): r[x['problem_id']] = x
-r=[x for x in r.values() if not x.get('error')]
-print(round(sum(x['prompt_tokens']+x['completion_tokens'] for x in r)/len(r)))") || return
-    CODEFOREST_RESAMPLE_N=1000 bench --dataset "$1" --out "$2" --graph resample --token-budget "$budget"
+    CODEFOREST_RESAMPLE_N=1000 bench --dataset "$1" --out "$2" --graph resample --tokens-of "$3"
 }
 
 # issue 17: every graph at its defaults after the corrections (HumanEval, the same 20 problems as humaneval-1.5b),

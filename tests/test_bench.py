@@ -427,6 +427,31 @@ def test_token_budget_sweep_runs_largest_first_and_replays_the_cache(tmp_path, c
     assert "token budget 100" in capsys.readouterr().err
 
 
+def test_tokens_of_runs_at_another_graphs_mean_tokens(tmp_path, capsys):
+    """``--tokens-of direct``: the mean of direct's default runs (errors and ablations left out) is the budget."""
+    from codeforest.bench import RESULTS, append_record
+
+    base = {"model": "fake", "settings": {}, "error": None, "completion_tokens": 0, "final_code": ""}
+    for problem, tokens in (("HumanEval/0", 40), ("HumanEval/1", 61)):
+        append_record(tmp_path / RESULTS, {**base, "graph": "direct", "problem_id": problem, "prompt_tokens": tokens})
+    append_record(tmp_path / RESULTS, {**base, "graph": "direct", "problem_id": "HumanEval/2", "prompt_tokens": 900,
+                                       "error": "boom"})
+    append_record(tmp_path / RESULTS, {**base, "graph": "direct", "problem_id": "HumanEval/0", "prompt_tokens": 900,
+                                       "settings": {"temperature": 0.5}})
+    api = FakeOpenAI([], respond=lambda body: "```python\ndef f():\n    return None\n```")
+    try:
+        assert main(["bench", "--graph", "resample", "--dataset", "humaneval", "--limit", "1", "--model", "fake",
+                     "--base-url", api.url, "--out", str(tmp_path), "--tokens-of", "direct"]) == 0
+        assert main(["bench", "--graph", "resample", "--dataset", "humaneval", "--limit", "1", "--model", "fake",
+                     "--base-url", api.url, "--out", str(tmp_path / "none"), "--tokens-of", "codetree"]) == 2
+    finally:
+        api.close()
+    resampled = [r for r in read_results(tmp_path) if r["graph"] == "resample"]
+    assert [(r["settings"]["token_budget"], r["llm_calls"], r["stop_reason"]) for r in resampled] == \
+        [(50, 3, "token_budget")]
+    assert "no finished codetree run" in capsys.readouterr().err
+
+
 def test_parse_budgets():
     from codeforest.bench import parse_budgets
 
