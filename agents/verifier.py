@@ -40,12 +40,10 @@ def parse_scores(text: str, count: int) -> list[float] | None:
     More scores than thoughts are cut; fewer (or none) is unreadable (``None``).
     """
     body = text.split("```json")[1].split("```")[0] if "```json" in text else text
-    scores: list[float] = []
     try:
         loaded = json.loads(re.sub(r",\s*}", "}", body.strip()))  # a trailing comma, as in the prompt's example
-        if isinstance(loaded, dict):
-            scores = [float(v) for v in loaded.values()]
-    except (json.JSONDecodeError, TypeError, ValueError):
+        scores = [float(v) for v in loaded.values()]  # not a dict: the number reading, as released
+    except (json.JSONDecodeError, TypeError, ValueError, AttributeError):
         numbers = [float(m) for m in re.findall(r"-?\d+\.?\d*", body)]
         scores = numbers[1::2]  # "1-Thought": 0.3 -> 1, 0.3
     if len(scores) < count or count == 0:

@@ -25,6 +25,8 @@ def test_scores_are_read_as_the_released_code_reads_them():
     assert parse_scores("1-Thought: 0.4\n2-Thought: 1.0\n3-Thought: 0.2", 2) == [0.4, 1.0]  # extra cut
     assert parse_scores('{"1-Thought": 1.7, "2-Thought": -1}', 2) == [1.0, 0.0]  # clamped
     assert parse_scores('{"1-Thought": 0.3}', 2) is None and parse_scores("no idea", 1) is None
+    # a JSON list is read by its numbers, as the released code's fallback does
+    assert parse_scores('[{"1-Thought": 0.3}, {"2-Thought": 0.8}]', 2) == [0.3, 0.8]
     assert numbered(["a", " b "]) == "\n1-Thought: a\n2-Thought: b"
 
 
