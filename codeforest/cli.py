@@ -44,11 +44,16 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+SETTINGS_EPILOG = ("Every other setting (a graph's own, such as gvr_rollouts, verifier, codetree_evaluator; see the "
+                   "README's Configuration) comes from the environment as CODEFOREST_<FIELD>, e.g. "
+                   "CODEFOREST_VERIFIER=http CODEFOREST_VERIFIER_URL=http://127.0.0.1:9000/score")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="codeforest", description="Tree-search code-generation agents.")
     sub = parser.add_subparsers(dest="command")
 
-    solve = sub.add_parser("solve", help="solve one problem with one graph")
+    solve = sub.add_parser("solve", help="solve one problem with one graph", epilog=SETTINGS_EPILOG)
     where = solve.add_mutually_exclusive_group(required=True)
     where.add_argument("--dataset", help="humaneval, mbpp500, apps_introductory150, apps_interview150, "
                                          "codecontests150, apps_stdio150, or a path to a .jsonl file")
@@ -60,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_context_args(solve)
     solve.set_defaults(func=cmd_solve)
 
-    bench = sub.add_parser("bench", help="run graphs on a dataset at their budgets; resumable")
+    bench = sub.add_parser("bench", help="run graphs on a dataset at their budgets; resumable", epilog=SETTINGS_EPILOG)
     bench.add_argument("--graph", action="append", required=True, choices=graph_names(),
                        help="a graph to run (repeat for several)")
     bench.add_argument("--dataset", required=True, help="a dataset name or a .jsonl path")
@@ -175,23 +180,27 @@ def _parser() -> argparse.ArgumentParser:
     sanity.add_argument("--limit", type=_positive_int, default=50)
     sanity.set_defaults(func=cmd_kb_sanity)
 
-    prm = sub.add_parser("collect-prm", help="CodePRM training data: thought trees labelled by pass rates; resumable")
+    prm = sub.add_parser("collect-prm", help="CodePRM training data: thought trees labelled by pass rates; resumable",
+                         epilog=SETTINGS_EPILOG)
     prm.add_argument("--dataset", action="append", default=[], metavar="DATASET",
                      help="a dataset name or .jsonl path (repeatable; problems are interleaved)")
     pick = prm.add_mutually_exclusive_group()
     pick.add_argument("--problems", help="comma-separated problem ids (with one --dataset)")
     pick.add_argument("--limit", type=_positive_int, help="the first N problems of each dataset")
     pick.add_argument("--sample", type=_positive_int, help="N problems of each dataset drawn at random (--seed)")
-    prm.add_argument("--seed", type=int, default=0)
-    prm.add_argument("--out", required=False, help="the data file (JSONL) to write and resume")
-    prm.add_argument("--rollouts", type=_positive_int, help="rollouts per problem (default: 16)")
+    prm.add_argument("--seed", type=int, default=0, help="the seed of --sample's draw (default 0)")
+    prm.add_argument("--out", required=True, help="the data file (JSONL) to write and resume")
+    prm.add_argument("--rollouts", type=_positive_int,
+                     help="rollouts per problem (default: gvr_rollouts, 16 unless CODEFOREST_GVR_ROLLOUTS says)")
     prm.add_argument("--label", choices=["private", "mean"], default="private",
                      help="a code's score: its private pass rate (the paper) or the mean of public and private "
                           "(the released code)")
     prm.add_argument("--stats", action="store_true", help="only print the label distribution of --out")
     prm.add_argument("--cache", nargs="?", const="", metavar="PATH",
                      help="cache model responses in SQLite (default PATH: <out>.responses.sqlite)")
-    _add_context_args(prm)
+    _add_context_args(prm, search=False)  # no selector: every code of the tree is labelled, none is chosen
+    prm.add_argument("--sandbox", choices=["local", "e2b"])
+    prm.add_argument("--timeout", dest="test_timeout", type=float, help="seconds per public test")
     prm.set_defaults(func=cmd_collect_prm)
 
     serve = sub.add_parser("serve", help="run the embedded model server in the foreground")
@@ -671,8 +680,8 @@ def cmd_collect_prm(args: argparse.Namespace) -> int:
     from codeforest.kb import interleave
     from codeforest.prm_data import collect, label_distribution
 
-    if not args.out:
-        raise ValueError("give --out FILE.jsonl")
+    if args.stats and not Path(args.out).exists():
+        raise ValueError(f"no data file {args.out}: collect it first (--dataset ...)")
     if not args.stats:
         if not args.dataset:
             raise ValueError("give --dataset DATASET (repeatable)")
@@ -705,6 +714,8 @@ def cmd_collect_prm(args: argparse.Namespace) -> int:
 
             added = collect(interleave(per_dataset), args.out, context, label=args.label, on_problem=on_problem)
         err.print(f"added {added} problems to {args.out}")
+        if not Path(args.out).exists():  # every problem skipped or cut short: nothing to count
+            return 0
     print(json.dumps(label_distribution(args.out), indent=2))
     return 0
 

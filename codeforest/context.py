@@ -165,7 +165,8 @@ class VerifierContext(Context):
         "'execution': problem, thoughts, code and public-test feedback (CodePRM); 'thoughts': problem and "
         "thoughts only (the paper's math-style PRM ablation)."))
     verifier_threshold: float = Field(default=0.5, ge=0, le=1, description=(
-        "θ: a thought scoring at or below it is flagged as wrong (CodePRM's threshold verification)."))
+        "θ: a thought scoring at or below it (below it under verifier_threshold_rule 'lt') is flagged as wrong "
+        "(CodePRM's threshold verification)."))
     verifier_threshold_rule: Literal["le", "lt"] = Field(default="le", description=(
         "'le': flag scores ≤ θ (the paper); 'lt': scores < θ (the released code)."))
     verifier_unflagged: Literal["none", "lowest"] = Field(default="none", description=(
@@ -185,6 +186,8 @@ class VerifierContext(Context):
         if self.verifier_base_url and not self.verifier_model:
             raise ValueError("verifier_base_url is set without verifier_model: name the model the Verifier uses "
                              "at that endpoint")
+        if self.verifier == "http" and not self.verifier_url:
+            raise ValueError("verifier='http' needs verifier_url (CODEFOREST_VERIFIER_URL): the PRM endpoint")
         if self.verifier_model and self.verifier == "http":
             raise ValueError("verifier_model names the LLM Verifier's model, but verifier='http' scores with the "
                              "PRM at verifier_url")

@@ -126,7 +126,8 @@ def collect(tasks: list[tuple[str, Task]], out: str | Path, context: object = No
     ``skipped``."""
     if label not in LABELS:
         raise ValueError(f"label must be one of {', '.join(LABELS)}, not {label!r}")
-    context = context_for("gvr", context, gvr_max_refines=0)
+    # no selector: every code of the tree is labelled and the final pick is unused, so Tester calls would be waste
+    context = context_for("gvr", context, gvr_max_refines=0, selector="public", min_candidates=1)
     done = covered(out, label=label, model=context.model)
     todo = [(d, t) for d, t in tasks if (d, t.id) not in done]
     added = 0

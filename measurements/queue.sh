@@ -52,13 +52,17 @@ bench --dataset apps_introductory150 --out "$AI" --graph codetree --graph bester
 bench --dataset apps_introductory150 --out "$AI" --graph codetree --graph bester --selector agreement --min-candidates 4
 resample_at_tokens_of apps_introductory150 "$AI" codetree
 # issue 15: the KB's topics from the search's own topic call, then RPM-MCTS with that KB and without it
-codeforest kb retopic --steps tools/kb_steps.jsonl --model local 2>&1 | tee -a measurements/kb/retopic.log
+# (a rerun that finds nothing to reclassify is left out of the log)
+codeforest kb retopic --steps tools/kb_steps.jsonl --model local 2>&1 | grep -v '^reclassified 0 problems' \
+    | tee -a measurements/kb/retopic.log
 bench --dataset apps_introductory150 --out "$AI" --graph rpm_mcts
 CODEFOREST_RPM_KB=false bench --dataset apps_introductory150 --out "$AI" --graph rpm_mcts
 resample_at_tokens_of apps_introductory150 "$AI" rpm_mcts
 # issue 16: CodePRM's GVR against RethinkMCTS and direct on apps_interview150, and PRM data from a split no bench uses
 bench --dataset apps_interview150 --out measurements/apps-interview-1.5b --graph direct --graph resample --graph gvr \
     --graph rethink_mcts
+# resample with 8 samples, the first public-passing one: the first 8 of the 20-sample run, replayed from the cache
+CODEFOREST_RESAMPLE_N=8 bench --dataset apps_interview150 --out measurements/apps-interview-1.5b --graph resample
 for graph in gvr rethink_mcts; do
     resample_at_tokens_of apps_interview150 measurements/apps-interview-1.5b "$graph"
 done

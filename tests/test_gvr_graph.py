@@ -276,3 +276,9 @@ def test_a_verifier_endpoint_needs_its_model_name_and_the_llm_verifier():
         GvrContext(verifier_base_url="http://127.0.0.1:1/v1")
     with pytest.raises(ValueError, match="verifier='http'"):
         GvrContext(verifier="http", verifier_url="http://127.0.0.1:1/prm", verifier_model="prm-judge")
+
+
+def test_the_http_verifier_needs_its_url_before_any_search():
+    with pytest.raises(ValueError, match="needs verifier_url"):
+        GvrContext(verifier="http")
+    assert GvrContext(verifier="http", verifier_url="http://127.0.0.1:1/prm").verifier_url

@@ -138,12 +138,25 @@ def test_a_file_of_an_older_format_is_not_appended_to(tmp_path):
 
 
 def test_cli_needs_an_out_file_and_prints_stats(tmp_path, capsys):
-    assert cli.main(["collect-prm", "--dataset", "humaneval"]) == 2
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["collect-prm", "--dataset", "humaneval"])
+    assert exit_.value.code == 2 and "--out" in capsys.readouterr().err
     out = tmp_path / "prm.jsonl"
+    assert cli.main(["collect-prm", "--out", str(out), "--stats"]) == 2
+    assert f"no data file {out}" in " ".join(capsys.readouterr().err.split())
     out.write_text(json.dumps({"type": "sample", "label": [0.0, 1.0]}) + "\n" + json.dumps({"type": "problem"}) + "\n")
     assert cli.main(["collect-prm", "--out", str(out), "--stats"]) == 0
     stats = json.loads(capsys.readouterr().out)
     assert stats["steps"] == 2 and stats["zero"] == 0.5 and stats["histogram"]["[0.8,1.0]"] == 1
+
+
+def test_collection_labels_every_code_whatever_selector_the_environment_names(tmp_path, monkeypatch):
+    """The final pick is unused, so a selector set for bench runs spends no Tester calls here."""
+    monkeypatch.setenv("CODEFOREST_SELECTOR", "codet")
+    model = Recorder()  # two programs pass the public test: a selector would ask the Tester to tell them apart
+    settings = {"gvr_rollouts": 3, "gvr_width": 2, "structured_output": False}
+    assert collect([("mini", TASK)], tmp_path / "prm.jsonl", settings, model=RespondingChatModel(respond=model)) == 1
+    assert model.seen and not any("You write test inputs" in text for text in model.seen)
 
 
 def test_the_output_folder_is_made(tmp_path):

@@ -81,7 +81,7 @@ class HTTPScorer:
         self.url, self.timeout, self.retries, self.with_execution = url, timeout, retries, with_execution
 
     def score(self, problem: str, thoughts: list[str], code: str, feedback: str) -> list[float]:
-        """POST the chain; the endpoint's scores, checked to be one number in [0, 1] per thought."""
+        """POST the chain; the endpoint's scores, one number per thought (each clamped to [0, 1])."""
         if not self.with_execution:
             code, feedback = "", ""
         body = {"problem": problem, "thoughts": thoughts, "code": code, "feedback": feedback, "step_tag": STEP_TAG,
