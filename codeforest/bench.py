@@ -197,6 +197,7 @@ class Bench:
         self.checkpointer = checkpointer  # persists every graph step, thread id "<run label>:<problem id>"
         self.runner = runner  # solves elsewhere, e.g. a server_runs.ServerSolver: (problem, graph, context, key)
         self._write_lock = threading.Lock()
+        self._running: dict[tuple[str, str], tuple[float, dict]] = {}  # (graph, problem) -> (start, time tally)
 
     @property
     def model_name(self) -> str:
@@ -210,6 +211,14 @@ class Bench:
                 and (r.get("settings") or {}) == settings[r["graph"]]
                 and (r.get("error") is None or not self.retry_errors)}
         return [(g, t) for g in self.graphs for t in self.tasks if (g, t.id) not in done]
+
+    def in_flight(self) -> list[dict]:
+        """The problems being solved now: graph, problem id, seconds so far and model calls finished (None when a
+        server runs the graphs: its calls are not seen here)."""
+        now = time.monotonic()
+        return [{"graph": graph, "problem_id": problem, "elapsed_s": now - started,
+                 "calls": None if self.runner is not None else stopwatch.model_calls(clock)}
+                for (graph, problem), (started, clock) in list(self._running.items())]
 
     def run(self, on_progress: Callable[[Progress, dict | None], None] | None = None) -> Progress:
         """Run every pending pair, ``concurrency`` at a time; append each record as it finishes.
@@ -255,7 +264,11 @@ class Bench:
                   "isolation": isolation(context.sandbox)}
         started = time.monotonic()
         with stopwatch.timing() as clock:
-            nodes = self._solve_and_score(graph, task, context, record)
+            self._running[(graph, task.id)] = (started, clock)
+            try:
+                nodes = self._solve_and_score(graph, task, context, record)
+            finally:
+                self._running.pop((graph, task.id), None)
         for key in COST_FIELDS:
             record.setdefault(key, 0)
         wall = time.monotonic() - started
@@ -310,6 +323,15 @@ class Bench:
                 tree.parent.mkdir(parents=True, exist_ok=True)
                 tree.write_text(json.dumps(nodes), encoding="utf-8")
             append_record(self.out / RESULTS, record)
+
+
+def in_flight_line(running: list[dict]) -> str:
+    """What ``Bench.in_flight`` returned, as one log line: each problem with its calls and minutes so far."""
+    def calls(r: dict) -> str:
+        return "" if r["calls"] is None else f"{r['calls']} calls, "
+
+    return "; ".join(f"{r['graph']} {r['problem_id']} ({calls(r)}{r['elapsed_s'] / 60:.0f} min)"
+                     for r in sorted(running, key=lambda r: -r["elapsed_s"]))
 
 
 def public_passing_programs(nodes: dict) -> int:

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import sys
 import textwrap
 import threading
+import time
 
 from rich.console import Console
 from rich.markup import escape
 
-from codeforest.bench import FolderBusy, RunnerLost
+from codeforest.bench import FolderBusy, RunnerLost, in_flight_line
 from codeforest.context import Context
 from codeforest.graphs.state import tokens_spent
 from codeforest.problems import DatasetError, Task, load_dataset, load_problem
@@ -433,12 +435,23 @@ def _run_bench(bench, context: Context, dataset: str, budget: int) -> None:
     with Progress(*columns, console=err, transient=False) as bar:
         task_id = bar.add_task("bench", total=None, status="")
 
+        shown = {"status": ""}
+
+        def show(status: str | None = None) -> None:
+            shown["status"] = shown["status"] if status is None else status
+            running = bench.in_flight()
+            live = f"  in flight {len(running)}" if running else ""
+            if running and running[0]["calls"] is not None:
+                live += f": {sum(r['calls'] for r in running)} calls"
+            bar.update(task_id, status=shown["status"] + live)
+
         def on_progress(progress, record) -> None:
             status = (f"solved {progress.solved}  failed {progress.failed}  errors {progress.errors}  "
                       f"tokens {progress.tokens:,}")
             if progress.skipped:
                 status += f"  (skipped {progress.skipped} already done)"
-            bar.update(task_id, total=progress.total, completed=progress.done, status=status)
+            bar.update(task_id, total=progress.total, completed=progress.done)
+            show(status)
             if record is None:
                 return
             if record["error"]:
@@ -449,7 +462,30 @@ def _run_bench(bench, context: Context, dataset: str, budget: int) -> None:
                           f"{record['llm_calls']} calls, {tokens_spent(record):,} "
                           f"tokens, {record['wall_s']:.0f} s  [{progress.done}/{progress.total}]")
 
-        bench.run(on_progress)
+        with _heartbeat(bench, show, live=err.is_terminal):
+            bench.run(on_progress)
+
+
+@contextlib.contextmanager
+def _heartbeat(bench, show, *, live: bool, every_s: float = 2.0, log_every_s: float = 600.0):
+    """While a bench runs, refresh the bar's in-flight count (a terminal), or, when the log is a file, print what is
+    running every ``log_every_s``: a search can take an hour between two finished problems."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(every_s if live else log_every_s):
+            if live:
+                show()
+            elif running := bench.in_flight():
+                err.print(f"{time.strftime('%H:%M:%S')} in flight: {in_flight_line(running)}")
+
+    thread = threading.Thread(target=beat, name="bench-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def cmd_report(args: argparse.Namespace) -> int:

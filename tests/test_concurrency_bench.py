@@ -51,6 +51,7 @@ def test_parallel_calls_sum_while_busy_time_is_their_union(monkeypatch):
         now[0] = 5.0
         with stopwatch.timed(stopwatch.SANDBOX):
             now[0] = 6.0
+        assert stopwatch.model_calls(tally) == 3  # live, while the block runs; sandbox runs are no model calls
     assert tally == {stopwatch.MODEL: 6.0, stopwatch.SANDBOX: 1.0, stopwatch.BUSY: 3.0}
     with stopwatch.timed(stopwatch.MODEL):  # no tally open: nothing to add to, nothing raised
         pass

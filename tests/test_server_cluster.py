@@ -53,8 +53,9 @@ def _as_root() -> None:
 
 @pytest.fixture(scope="module")
 def server_env() -> Path:
-    """A virtual environment with codeforest[server-pg] (editable), rebuilt when pyproject.toml changes."""
-    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:12]
+    """A virtual environment with codeforest[server-pg] (editable), rebuilt when pyproject.toml changes; one per
+    checkout, since an editable install runs the code of the checkout it was made from."""
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + str(ROOT).encode()).hexdigest()[:12]
     env = Path.home() / ".cache" / "codeforest" / "test-envs" / f"server-pg-{digest}"
     python = env / "bin" / "python"
     if not (env / "ready").is_file():

@@ -3,8 +3,8 @@
 ``timing()`` opens a tally in the current context; model calls and sandbox runs made inside it (in this
 thread, or in the graph's node threads, which inherit the context) add their seconds to it. Calls made in
 parallel each count in ``model_s`` / ``sandbox_s``; ``busy_s`` is the time at least one of them was under
-way, so the block's wall time minus ``busy_s`` is what went elsewhere. With no tally open, timing costs
-nothing.
+way, so the block's wall time minus ``busy_s`` is what went elsewhere. While the block runs, ``model_calls``
+counts the model calls finished so far (a live view of a long run). With no tally open, timing costs nothing.
 """
 
 from __future__ import annotations
@@ -33,13 +33,19 @@ def union_length(intervals: list[tuple[float, float]]) -> float:
 @contextlib.contextmanager
 def timing() -> Iterator[dict]:
     """A tally of the seconds spent in model calls and sandbox runs inside the block (``busy_s`` set at exit)."""
-    tally: dict = {MODEL: 0.0, SANDBOX: 0.0, BUSY: 0.0, "_spans": []}
+    tally: dict = {MODEL: 0.0, SANDBOX: 0.0, BUSY: 0.0, "_spans": [], "_calls": 0}
     token = _TALLY.set(tally)
     try:
         yield tally
     finally:
         _TALLY.reset(token)
         tally[BUSY] = union_length(tally.pop("_spans"))
+        tally.pop("_calls")
+
+
+def model_calls(tally: dict) -> int:
+    """The model calls finished so far inside an open ``timing()`` block."""
+    return tally.get("_calls", 0)
 
 
 @contextlib.contextmanager
@@ -57,3 +63,5 @@ def timed(kind: str) -> Iterator[None]:
         with _LOCK:
             tally[kind] += end - start
             tally["_spans"].append((start, end))
+            if kind == MODEL:
+                tally["_calls"] += 1
