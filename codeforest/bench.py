@@ -198,6 +198,7 @@ class Bench:
         self.runner = runner  # solves elsewhere, e.g. a server_runs.ServerSolver: (problem, graph, context, key)
         self._write_lock = threading.Lock()
         self._running: dict[tuple[str, str], tuple[float, dict]] = {}  # (graph, problem) -> (start, time tally)
+        self._running_lock = threading.Lock()  # worker threads add and remove; the progress display reads
 
     @property
     def model_name(self) -> str:
@@ -215,10 +216,12 @@ class Bench:
     def in_flight(self) -> list[dict]:
         """The problems being solved now: graph, problem id, seconds so far and model calls finished (None when a
         server runs the graphs: its calls are not seen here)."""
+        with self._running_lock:
+            running = list(self._running.items())
         now = time.monotonic()
         return [{"graph": graph, "problem_id": problem, "elapsed_s": now - started,
                  "calls": None if self.runner is not None else stopwatch.model_calls(clock)}
-                for (graph, problem), (started, clock) in list(self._running.items())]
+                for (graph, problem), (started, clock) in running]
 
     def run(self, on_progress: Callable[[Progress, dict | None], None] | None = None) -> Progress:
         """Run every pending pair, ``concurrency`` at a time; append each record as it finishes.
@@ -264,11 +267,13 @@ class Bench:
                   "isolation": isolation(context.sandbox)}
         started = time.monotonic()
         with stopwatch.timing() as clock:
-            self._running[(graph, task.id)] = (started, clock)
+            with self._running_lock:
+                self._running[(graph, task.id)] = (started, clock)
             try:
                 nodes = self._solve_and_score(graph, task, context, record)
             finally:
-                self._running.pop((graph, task.id), None)
+                with self._running_lock:
+                    self._running.pop((graph, task.id), None)
         for key in COST_FIELDS:
             record.setdefault(key, 0)
         wall = time.monotonic() - started

@@ -183,7 +183,7 @@ def _parser() -> argparse.ArgumentParser:
     sanity.set_defaults(func=cmd_kb_sanity)
 
     prm = sub.add_parser("collect-prm", help="CodePRM training data: thought trees labelled by pass rates; resumable",
-                         epilog=SETTINGS_EPILOG)
+                         epilog=SETTINGS_EPILOG + " (here GVR runs without refinement and without a selector)")
     prm.add_argument("--dataset", action="append", default=[], metavar="DATASET",
                      help="a dataset name or .jsonl path (repeatable; problems are interleaved)")
     pick = prm.add_mutually_exclusive_group()
@@ -435,15 +435,17 @@ def _run_bench(bench, context: Context, dataset: str, budget: int) -> None:
     with Progress(*columns, console=err, transient=False) as bar:
         task_id = bar.add_task("bench", total=None, status="")
 
-        shown = {"status": ""}
+        shown, showing = {"status": ""}, threading.Lock()  # the heartbeat thread shows too
 
         def show(status: str | None = None) -> None:
-            shown["status"] = shown["status"] if status is None else status
-            running = bench.in_flight()
-            live = f"  in flight {len(running)}" if running else ""
-            if running and running[0]["calls"] is not None:
-                live += f": {sum(r['calls'] for r in running)} calls"
-            bar.update(task_id, status=shown["status"] + live)
+            with showing:
+                if status is not None:
+                    shown["status"] = status
+                running = bench.in_flight()
+                live = f"  in flight {len(running)}" if running else ""
+                if running and running[0]["calls"] is not None:
+                    live += f": {sum(r['calls'] for r in running)} calls"
+                bar.update(task_id, status=shown["status"] + live)
 
         def on_progress(progress, record) -> None:
             status = (f"solved {progress.solved}  failed {progress.failed}  errors {progress.errors}  "

@@ -53,7 +53,7 @@ bench --dataset apps_introductory150 --out "$AI" --graph codetree --graph bester
 resample_at_tokens_of apps_introductory150 "$AI" codetree
 # issue 15: the KB's topics from the search's own topic call, then RPM-MCTS with that KB and without it
 # (a rerun that finds nothing to reclassify is left out of the log)
-codeforest kb retopic --steps tools/kb_steps.jsonl --model local 2>&1 | grep -v '^reclassified 0 problems' \
+codeforest kb retopic --steps tools/kb_steps.jsonl --model local 2>&1 | grep --line-buffered -v '^reclassified 0 problems' \
     | tee -a measurements/kb/retopic.log
 bench --dataset apps_introductory150 --out "$AI" --graph rpm_mcts
 CODEFOREST_RPM_KB=false bench --dataset apps_introductory150 --out "$AI" --graph rpm_mcts

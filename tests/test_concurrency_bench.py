@@ -57,6 +57,15 @@ def test_parallel_calls_sum_while_busy_time_is_their_union(monkeypatch):
         pass
 
 
+def test_a_failed_model_call_takes_time_but_is_no_call_answered():
+    with stopwatch.timing() as tally:
+        with pytest.raises(ConnectionError), stopwatch.timed(stopwatch.MODEL):
+            raise ConnectionError("endpoint down")
+        with stopwatch.timed(stopwatch.MODEL):
+            pass
+        assert stopwatch.model_calls(tally) == 1 and len(tally["_spans"]) == 2
+
+
 def test_a_bench_record_says_where_its_time_went(fixtures, tmp_path):
     """Model seconds come from the graph's node threads (the tally travels with the context)."""
     tasks = load_dataset(str(fixtures / "functions.jsonl"))[:2]

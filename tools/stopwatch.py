@@ -4,7 +4,8 @@
 thread, or in the graph's node threads, which inherit the context) add their seconds to it. Calls made in
 parallel each count in ``model_s`` / ``sandbox_s``; ``busy_s`` is the time at least one of them was under
 way, so the block's wall time minus ``busy_s`` is what went elsewhere. While the block runs, ``model_calls``
-counts the model calls finished so far (a live view of a long run). With no tally open, timing costs nothing.
+counts the model calls answered so far, PRM calls included (a live view of a long run). With no tally open,
+timing costs nothing.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def timing() -> Iterator[dict]:
 
 
 def model_calls(tally: dict) -> int:
-    """The model calls finished so far inside an open ``timing()`` block."""
+    """The model calls answered so far inside an open ``timing()`` block (a failed attempt is not counted)."""
     return tally.get("_calls", 0)
 
 
@@ -56,12 +57,14 @@ def timed(kind: str) -> Iterator[None]:
         yield
         return
     start = time.perf_counter()
+    answered = False
     try:
         yield
+        answered = True
     finally:
         end = time.perf_counter()
         with _LOCK:
             tally[kind] += end - start
             tally["_spans"].append((start, end))
-            if kind == MODEL:
+            if kind == MODEL and answered:
                 tally["_calls"] += 1
