@@ -397,10 +397,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     tasks = select_tasks(tasks, problems=problems, limit=args.limit, sample=args.sample, seed=args.seed)
     dataset = Path(args.dataset).stem if args.dataset.endswith((".jsonl", ".json")) else args.dataset
     out = Path(args.out or f"runs/{dataset}-{Path(context.model).stem}")
-    budgets = parse_budgets(args.token_budget) if args.token_budget else [context.token_budget]
-    if args.tokens_of:
+    if args.tokens_of:  # --tokens-of and --token-budget exclude each other
         budgets = [mean_tokens_of(read_results(out), args.tokens_of)]
         err.print(f"{args.tokens_of} spent {budgets[0]:,} tokens a problem in {out}: the token budget")
+    else:
+        budgets = parse_budgets(args.token_budget) if args.token_budget else [context.token_budget]
     if args.cache is not None:
         context.cache_path = args.cache or str(out / "responses.sqlite")
     elif len(budgets) > 1 and not context.cache_path and not args.server:
