@@ -200,9 +200,7 @@ def _parser() -> argparse.ArgumentParser:
     prm.add_argument("--stats", action="store_true", help="only print the label distribution of --out")
     prm.add_argument("--cache", nargs="?", const="", metavar="PATH",
                      help="cache model responses in SQLite (default PATH: <out>.responses.sqlite)")
-    _add_context_args(prm, search=False)  # no selector: every code of the tree is labelled, none is chosen
-    prm.add_argument("--sandbox", choices=["local", "e2b"])
-    prm.add_argument("--timeout", dest="test_timeout", type=float, help="seconds per public test")
+    _add_context_args(prm, selector=False)  # every code of the tree is labelled, none is chosen
     prm.set_defaults(func=cmd_collect_prm)
 
     serve = sub.add_parser("serve", help="run the embedded model server in the foreground")
@@ -230,8 +228,10 @@ def _positive_ints(text: str) -> list[int]:
     return sorted({_positive_int(part.strip()) for part in text.split(",") if part.strip()})
 
 
-def _add_context_args(p: argparse.ArgumentParser, *, search: bool = True, data: bool = True) -> None:
-    """The model and prompt flags; ``search``: also the sandbox's and the selector's; ``data``: --data-dir."""
+def _add_context_args(p: argparse.ArgumentParser, *, search: bool = True, selector: bool = True,
+                      data: bool = True) -> None:
+    """The model and prompt flags; ``search``: also the sandbox's, and the selector's unless ``selector`` is False;
+    ``data``: --data-dir."""
     p.add_argument("--model", help="local (embedded 1.5B, default), small (embedded 0.5B), a .gguf path, "
                                    "or a model name at --base-url")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1")
@@ -244,6 +244,7 @@ def _add_context_args(p: argparse.ArgumentParser, *, search: bool = True, data: 
     if search:
         p.add_argument("--sandbox", choices=["local", "e2b"])
         p.add_argument("--timeout", dest="test_timeout", type=float, help="seconds per public test")
+    if search and selector:
         p.add_argument("--selector", choices=["public", "agreement", "codet", "differential"],
                        help="how the final program is chosen among the search's programs (default: public, the "
                             "paper's)")
@@ -719,8 +720,6 @@ def cmd_collect_prm(args: argparse.Namespace) -> int:
     from codeforest.kb import interleave
     from codeforest.prm_data import collect, label_distribution
 
-    if args.stats and not Path(args.out).exists():
-        raise ValueError(f"no data file {args.out}: collect it first (--dataset ...)")
     if not args.stats:
         if not args.dataset:
             raise ValueError("give --dataset DATASET (repeatable)")
@@ -753,8 +752,10 @@ def cmd_collect_prm(args: argparse.Namespace) -> int:
 
             added = collect(interleave(per_dataset), args.out, context, label=args.label, on_problem=on_problem)
         err.print(f"added {added} problems to {args.out}")
-        if not Path(args.out).exists():  # every problem skipped or cut short: nothing to count
-            return 0
+    if not Path(args.out).exists():  # nothing collected yet (every problem skipped or cut short)
+        if args.stats:
+            raise ValueError(f"no data file {args.out}: collect it first (--dataset ...)")
+        return 0
     print(json.dumps(label_distribution(args.out), indent=2))
     return 0
 
