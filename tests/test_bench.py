@@ -30,7 +30,8 @@ from codeforest.bench import (
     tree_programs,
     write_samples,
 )
-from codeforest.cli import _heartbeat, main
+from codeforest.cli import main
+from codeforest.cli.bench import heartbeat
 from codeforest.context import Context
 from codeforest.graphs.bester import BesterContext
 from codeforest.graphs.rethink_mcts import RethinkContext
@@ -179,12 +180,12 @@ def test_a_log_file_hears_what_is_in_flight_while_nothing_finishes(capsys):
                {"graph": "gvr", "problem_id": "APPS/2", "calls": 40, "elapsed_s": 3600.0}]
     assert in_flight_line([{**running[0], "calls": None}]) == "gvr APPS/1 (2 min)"  # a server's calls are not seen
     bench = types.SimpleNamespace(in_flight=lambda: running)
-    with _heartbeat(bench, show=None, live=False, log_every_s=0.05):
+    with heartbeat(bench, show=None, live=False, log_every_s=0.05):
         time.sleep(0.3)
     lines = [line for line in capsys.readouterr().err.splitlines() if "in flight" in line]
     assert lines and lines[0].endswith("in flight: gvr APPS/2 (40 calls, 60 min); gvr APPS/1 (3 calls, 2 min)")
     shown = []
-    with _heartbeat(bench, show=lambda: shown.append(1), live=True, every_s=0.05):  # a terminal: the bar refreshes
+    with heartbeat(bench, show=lambda: shown.append(1), live=True, every_s=0.05):  # a terminal: the bar refreshes
         time.sleep(0.3)
     assert shown and "in flight" not in capsys.readouterr().err
 

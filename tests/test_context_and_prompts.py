@@ -31,13 +31,14 @@ def test_a_context_converted_to_a_graphs_class_keeps_given_values_against_the_en
 
 
 def test_cli_flags_win_over_the_environment(monkeypatch):
-    from codeforest.cli import _parser, context_from_args
+    from codeforest.cli import build_parser
+    from codeforest.cli.common import context_from_args
 
     monkeypatch.setenv("CODEFOREST_MODEL", "small")
     monkeypatch.setenv("CODEFOREST_SANDBOX", "e2b")
-    args = _parser().parse_args(["solve", "--dataset", "humaneval", "--model", "local", "--sandbox", "local"])
+    args = build_parser().parse_args(["solve", "--dataset", "humaneval", "--model", "local", "--sandbox", "local"])
     assert (context_from_args(args).model, context_from_args(args).sandbox) == ("local", "local")
-    args = _parser().parse_args(["solve", "--dataset", "humaneval"])
+    args = build_parser().parse_args(["solve", "--dataset", "humaneval"])
     assert (context_from_args(args).model, context_from_args(args).sandbox) == ("small", "e2b")
 
 

@@ -1,0 +1,45 @@
+"""The ``codeforest`` command line: one module per group of commands, each adding its own subparsers."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.markup import escape
+
+from codeforest.bench import FolderBusy, RunnerLost
+from codeforest.cli import bench, kb, prm, serve, solve, speed
+from codeforest.cli.common import err
+from codeforest.problems import DatasetError
+from codeforest.prompts import PromptError
+from codeforest.tools.knowledge import KnowledgeError
+from codeforest.tools.models import ModelError, redact
+from codeforest.tools.sandbox_e2b import SandboxServiceError
+
+COMMAND_GROUPS = (solve, bench, speed, kb, prm, serve)  # the order of the commands in --help
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``codeforest`` command."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    try:
+        return args.func(args)
+    except (DatasetError, ModelError, PromptError, SandboxServiceError, FolderBusy, KnowledgeError, RunnerLost,
+            ValueError) as exc:
+        err.print(f"[red]error:[/red] {escape(redact(str(exc)))}")
+        return 2
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``codeforest`` argument parser with every command."""
+    parser = argparse.ArgumentParser(prog="codeforest", description="Tree-search code-generation agents.")
+    sub = parser.add_subparsers(dest="command")
+    for group in COMMAND_GROUPS:
+        group.register(sub)
+    return parser

@@ -1,0 +1,201 @@
+"""``codeforest bench`` (graphs x problems, resumable) and ``codeforest report`` (its tables and plots)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import threading
+import time
+
+from rich.console import Console
+from rich.markup import escape
+
+from codeforest.bench import in_flight_line
+from codeforest.cli.common import (
+    SETTINGS_EPILOG,
+    add_context_args,
+    context_from_args,
+    err,
+    note_single_candidate,
+    positive_int,
+)
+from codeforest.context import Context
+from codeforest.graphs.state import tokens_spent
+from codeforest.problems import DatasetError, load_dataset
+from codeforest.registry import graph_names
+
+
+def register(sub) -> None:
+    """Add the bench and report commands to the ``codeforest`` subparsers."""
+    bench = sub.add_parser("bench", help="run graphs on a dataset at their budgets; resumable", epilog=SETTINGS_EPILOG)
+    bench.add_argument("--graph", action="append", required=True, choices=graph_names(),
+                       help="a graph to run (repeat for several)")
+    bench.add_argument("--dataset", required=True, help="a dataset name or a .jsonl path")
+    pick = bench.add_mutually_exclusive_group()
+    pick.add_argument("--problems", help="comma-separated problem ids")
+    pick.add_argument("--limit", type=positive_int, help="the first N problems")
+    pick.add_argument("--sample", type=positive_int, help="N problems drawn at random (with --seed)")
+    bench.add_argument("--seed", type=int, default=0)
+    bench.add_argument("--concurrency", type=positive_int, default=1, help="problems solved at once")
+    bench.add_argument("--out", help="results folder (default: runs/<dataset>-<model>)")
+    bench.add_argument("--cache", nargs="?", const="", metavar="PATH",
+                       help="cache model responses in an SQLite file (default: <out>/responses.sqlite)")
+    bench.add_argument("--retry-errors", action="store_true", help="rerun problems whose graph raised")
+    bench.add_argument("--server", metavar="URL",
+                       help="run the graphs on a LangGraph Server (e.g. http://127.0.0.1:2024): one thread per run, "
+                            "only the public problem is sent; private tests are scored here")
+    budget = bench.add_mutually_exclusive_group()
+    budget.add_argument("--token-budget", metavar="N[,N...]",
+                        help="run every graph at each token budget (e.g. 2000,8000,32k), largest first; the budgets "
+                             "share <out>/responses.sqlite (with or without --cache), so the smaller ones replay the "
+                             "larger runs' calls")
+    budget.add_argument("--tokens-of", metavar="GRAPH", choices=graph_names(),
+                        help="run at the mean tokens per problem GRAPH spent at its defaults in <out>: plain "
+                             "resampling at a search's tokens (CODEFOREST_RESAMPLE_N=1000: as many samples as fit)")
+    add_context_args(bench)
+    bench.set_defaults(func=cmd_bench)
+
+    rep = sub.add_parser("report", help="summarize a bench results folder and plot pass@1 against tokens")
+    rep.add_argument("out", help="a folder written by codeforest bench")
+    rep.add_argument("--json", action="store_true")
+    rep.add_argument("--html", action="store_true", help="also write DIR/report.html: tables, curves and every "
+                                                          "search tree, one self-contained page")
+    rep.set_defaults(func=cmd_report)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Run graphs x problems, appending one record per finished pair; then print the report."""
+    from pathlib import Path
+
+    from codeforest.bench import Bench, mean_tokens_of, parse_budgets, read_results, select_tasks, write_samples
+    from codeforest.tools.models import embedded_spec, ensure_model_file
+
+    context = context_from_args(args)
+    note_single_candidate(context)
+    tasks = load_dataset(args.dataset, args.data_dir)
+    problems = args.problems.split(",") if args.problems else None
+    tasks = select_tasks(tasks, problems=problems, limit=args.limit, sample=args.sample, seed=args.seed)
+    dataset = Path(args.dataset).stem if args.dataset.endswith((".jsonl", ".json")) else args.dataset
+    out = Path(args.out or f"runs/{dataset}-{Path(context.model).stem}")
+    if args.tokens_of:  # --tokens-of and --token-budget exclude each other
+        budgets = [mean_tokens_of(read_results(out), args.tokens_of)]
+        err.print(f"{args.tokens_of} spent {budgets[0]:,} tokens a problem in {out}: the token budget")
+    else:
+        budgets = parse_budgets(args.token_budget) if args.token_budget else [context.token_budget]
+    if args.cache is not None:
+        context.cache_path = args.cache or str(out / "responses.sqlite")
+    elif len(budgets) > 1 and not context.cache_path and not args.server:
+        context.cache_path = str(out / "responses.sqlite")  # the smaller budgets replay the larger runs' calls
+        err.print(f"A token-budget sweep shares the response cache {context.cache_path} (--cache PATH for another)")
+    runner = None
+    if args.server:  # the server runs the model: nothing to start or download here
+        from codeforest.server_runs import ServerSolver
+
+        runner = ServerSolver(args.server, out)
+    elif not context.base_url:
+        context.server_slots = max(context.server_slots, args.concurrency)
+        if embedded_spec(context.model):
+            ensure_model_file(embedded_spec(context.model), progress=err.print)
+    for budget in budgets:
+        context.token_budget = budget
+        _run_bench(Bench(args.graph, tasks, out, context=context, dataset=dataset, concurrency=args.concurrency,
+                         retry_errors=args.retry_errors, runner=runner), context, dataset, budget)
+    write_samples(out)
+    return cmd_report(argparse.Namespace(out=str(out), json=False))
+
+
+def _run_bench(bench, context: Context, dataset: str, budget: int) -> None:
+    """One bench pass with a progress bar and one log line per finished problem."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    limit = f", token budget {budget:,}" if budget else ""
+    err.print(f"{len(bench.graphs)} graph(s) x {len(bench.tasks)} problems of {dataset}, model {context.model}"
+              f"{limit}; results in {bench.out}")
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("{task.fields[status]}")]
+    with Progress(*columns, console=err, transient=False) as bar:
+        task_id = bar.add_task("bench", total=None, status="")
+
+        shown, showing = {"status": ""}, threading.Lock()  # the heartbeat thread shows too
+
+        def show(status: str | None = None) -> None:
+            with showing:
+                if status is not None:
+                    shown["status"] = status
+                running = bench.in_flight()
+                live = f"  in flight {len(running)}" if running else ""
+                if running and running[0]["calls"] is not None:
+                    live += f": {sum(r['calls'] for r in running)} calls"
+                bar.update(task_id, status=shown["status"] + live)
+
+        def on_progress(progress, record) -> None:
+            status = (f"solved {progress.solved}  failed {progress.failed}  errors {progress.errors}  "
+                      f"tokens {progress.tokens:,}")
+            if progress.skipped:
+                status += f"  (skipped {progress.skipped} already done)"
+            bar.update(task_id, total=progress.total, completed=progress.done)
+            show(status)
+            if record is None:
+                return
+            if record["error"]:
+                err.print(f"[red]{record['graph']} {record['problem_id']}: {escape(record['error'])}[/red]")
+            else:  # one line per finished problem: the log of a run in the background
+                verdict = "solved" if record["private_passed"] else "failed"
+                err.print(f"{record['graph']} {record['problem_id']}: {verdict} ({record['stop_reason']}), "
+                          f"{record['llm_calls']} calls, {tokens_spent(record):,} "
+                          f"tokens, {record['wall_s']:.0f} s  [{progress.done}/{progress.total}]")
+
+        with heartbeat(bench, show, live=err.is_terminal):
+            bench.run(on_progress)
+
+
+@contextlib.contextmanager
+def heartbeat(bench, show, *, live: bool, every_s: float = 2.0, log_every_s: float = 600.0):
+    """While a bench runs, refresh the bar's in-flight count (a terminal), or, when the log is a file, print what is
+    running every ``log_every_s``: a search can take an hour between two finished problems."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(every_s if live else log_every_s):
+            if live:
+                show()
+            elif running := bench.in_flight():
+                err.print(f"{time.strftime('%H:%M:%S')} in flight: {in_flight_line(running)}")
+
+    thread = threading.Thread(target=beat, name="bench-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Print pass@1 (95% interval), pass rate and cost per graph; write the plot and report.md."""
+    from codeforest.report import MARKDOWN, SUMMARY_COLUMNS, report, summary_cells
+
+    rows, plot_path = report(args.out)
+    if not rows:
+        raise DatasetError(f"No results in {args.out}")
+    if getattr(args, "html", False):
+        from codeforest.report_html import html_report
+
+        err.print(f"wrote {html_report(args.out)}")
+    if args.json:
+        print(json.dumps({"rows": rows, "plot": str(plot_path)}))
+        return 0
+    from rich.table import Table
+
+    table = Table(title=f"Results in {args.out}")
+    for column in SUMMARY_COLUMNS:
+        table.add_column(column, justify="left" if column in ("graph", "model", "budget") else "right")
+    for r in rows:
+        table.add_row(*summary_cells(r))
+    out = Console()
+    if not out.is_terminal:
+        out.width = 160  # a file or a pipe: do not squeeze the table into 80 columns
+    out.print(table)
+    err.print(f"plot: {plot_path}; Markdown report: {plot_path.parent / MARKDOWN}")
+    return 0

@@ -1,0 +1,101 @@
+"""What the ``codeforest`` commands share: the error console, the model and sandbox flags, reading a problem."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+
+from codeforest.context import Context
+from codeforest.problems import DatasetError, Task, load_dataset, load_problem
+from codeforest.prompts import check_prompts_dir
+
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+SETTINGS_EPILOG = ("Every other setting (a graph's own, such as gvr_rollouts, verifier, codetree_evaluator; see the "
+                   "README's Configuration) comes from the environment as CODEFOREST_<FIELD>, e.g. "
+                   "CODEFOREST_VERIFIER=http CODEFOREST_VERIFIER_URL=http://127.0.0.1:9000/score")
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def positive_ints(text: str) -> list[int]:
+    """An argparse type: comma-separated whole numbers of at least 1, e.g. ``1,8,32``."""
+    return sorted({positive_int(part.strip()) for part in text.split(",") if part.strip()})
+
+
+def add_context_args(p: argparse.ArgumentParser, *, search: bool = True, selector: bool = True,
+                     data: bool = True) -> None:
+    """The model and prompt flags; ``search``: also the sandbox's, and the selector's unless ``selector`` is False;
+    ``data``: --data-dir."""
+    p.add_argument("--model", help="local (embedded 1.5B, default), small (embedded 0.5B), a .gguf path, "
+                                   "or a model name at --base-url")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1")
+    p.add_argument("--api-key-env", help="environment variable holding the endpoint's key")
+    p.add_argument("--temperature", type=float)
+    p.add_argument("--max-tokens", type=int)
+    p.add_argument("--request-timeout", type=float, help="seconds to wait for one model call (default 600)")
+    p.add_argument("--retries", type=int, help="retries of a failed model call, with backoff (default 2)")
+    p.add_argument("--prompts-dir", help="folder of prompt YAML files overriding the packaged ones")
+    if search:
+        p.add_argument("--sandbox", choices=["local", "e2b"])
+        p.add_argument("--timeout", dest="test_timeout", type=float, help="seconds per public test")
+    if search and selector:
+        p.add_argument("--selector", choices=["public", "agreement", "codet", "differential"],
+                       help="how the final program is chosen among the search's programs (default: public, the "
+                            "paper's)")
+        p.add_argument("--min-candidates", type=positive_int,
+                       help="public-passing programs to collect before a search stops (default 1)")
+        p.add_argument("--selector-model", help="the model the Tester and the judge use (default: --model), "
+                                                "at --selector-base-url or embedded")
+        p.add_argument("--selector-base-url", help="OpenAI-compatible endpoint of --selector-model")
+        p.add_argument("--selector-api-key-env", help="environment variable holding that endpoint's key")
+    if data:
+        p.add_argument("--data-dir", help="benchmark folder (default: $CODEFOREST_DATA or ../shared/data)")
+
+
+def context_from_args(args: argparse.Namespace) -> Context:
+    """A Context from the CLI flags that were given (others: env or defaults)."""
+    given = {k: getattr(args, k) for k in ("model", "base_url", "api_key_env", "temperature", "max_tokens",
+                                           "request_timeout", "retries", "sandbox", "test_timeout", "prompts_dir",
+                                           "selector", "min_candidates", "selector_model", "selector_base_url",
+                                           "selector_api_key_env")
+             if getattr(args, k, None) is not None}
+    context = Context(**given)
+    if context.prompts_dir:
+        check_prompts_dir(context.prompts_dir)  # a broken prompt file fails before the model is loaded
+    return context
+
+
+def note_single_candidate(context: Context) -> None:
+    """Point out a selector that will mostly have one program to choose from (solve and bench only)."""
+    if context.selector != "public" and context.min_candidates == 1:
+        err.print(f"[yellow]note:[/yellow] selector {context.selector} with min_candidates 1: searches that stop at "
+                  "their first public-passing program (resample, codetree, bester, reflexion, rpm_mcts) leave it "
+                  "one candidate then; raise --min-candidates to give it a choice (e.g. resample_n for resample)")
+
+
+def task_from_args(args: argparse.Namespace) -> Task:
+    """The problem named by --dataset/--problem or --problem-file (one problem, or one chosen by --problem)."""
+    if args.problem_file:
+        tasks = load_dataset(args.problem_file)
+        if args.problem:
+            matches = [t for t in tasks if t.id == args.problem]
+            if not matches:
+                raise DatasetError(f"No problem {args.problem!r} in {args.problem_file}")
+            return matches[0]
+        if len(tasks) != 1:
+            raise DatasetError(f"{args.problem_file} holds {len(tasks)} problems; choose one with --problem")
+        return tasks[0]
+    if not args.problem:
+        raise DatasetError("--dataset needs --problem ID")
+    return load_problem(args.dataset, args.problem, args.data_dir)

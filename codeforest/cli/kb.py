@@ -1,0 +1,127 @@
+"""``codeforest kb``: build the RPM-MCTS knowledge base, reclassify its topics, look into it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import textwrap
+import time
+
+from rich.console import Console
+
+from codeforest.cli.common import add_context_args, context_from_args, err, positive_int
+
+
+def register(sub) -> None:
+    """Add the kb command and its build, retopic, query and sanity subcommands to the ``codeforest`` subparsers."""
+    kb = sub.add_parser("kb", help="the RPM-MCTS knowledge base: build it, look into it")
+    kb_sub = kb.add_subparsers(dest="kb_command", required=True)
+    build = kb_sub.add_parser("build", help="steps of reference solutions (model calls, resumable), then embeddings")
+    build.add_argument("--from", dest="sources", action="append", default=[], metavar="DATASET",
+                       help="a function-style dataset with reference solutions, e.g. mbpp500 (repeat for several)")
+    build.add_argument("--from-steps", nargs="?", const="", metavar="FILE",
+                       help="embed a steps JSONL written earlier, no model calls (no FILE: the packaged steps)")
+    build.add_argument("--out", help="the knowledge-base folder (default: the user cache's default KB)")
+    build.add_argument("--steps", help="the steps JSONL to write and resume (default: <out>/steps.jsonl)")
+    build.add_argument("--limit", type=positive_int, help="write the steps of at most N more problems")
+    build.add_argument("--cache", nargs="?", const="", metavar="PATH",
+                       help="cache model responses in an SQLite file (default: <out>/responses.sqlite)")
+    add_context_args(build, search=False)
+    build.set_defaults(func=cmd_kb_build)
+    retopic = kb_sub.add_parser("retopic", help="reclassify a steps file's topics with RPM-MCTS's own topic call "
+                                                 "(model calls, resumable); then `kb build --from-steps FILE`")
+    retopic.add_argument("--steps", required=True, help="the steps JSONL to rewrite")
+    add_context_args(retopic, search=False, data=False)
+    retopic.set_defaults(func=cmd_kb_retopic)
+    query = kb_sub.add_parser("query", help="the stored step prefixes nearest to a text")
+    query.add_argument("text", help="a problem, optionally followed by steps")
+    query.add_argument("--kb", help="the knowledge-base folder (default: the default KB)")
+    query.add_argument("--topic", help="only documents of this topic (one of the 14)")
+    query.add_argument("-k", type=positive_int, default=3)
+    query.set_defaults(func=cmd_kb_query)
+    sanity = kb_sub.add_parser("sanity", help="how often a reworded stored problem finds itself top-1")
+    sanity.add_argument("--kb", help="the knowledge-base folder (default: the default KB)")
+    sanity.add_argument("--steps", help="the steps JSONL it was built from (default: the packaged steps)")
+    sanity.add_argument("--limit", type=positive_int, default=50)
+    sanity.set_defaults(func=cmd_kb_sanity)
+
+
+def cmd_kb_build(args: argparse.Namespace) -> int:
+    """Write steps with the model (resumable) and embed them, or embed a steps file; report what the KB holds."""
+    from pathlib import Path
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from codeforest.kb import PACKAGED_STEPS, default_kb_path, read_steps, write_steps
+    from codeforest.tools.knowledge import KnowledgeBase
+
+    if not args.sources and args.from_steps is None:
+        raise ValueError("give --from DATASET (model calls) or --from-steps [FILE] (embeddings only)")
+    out = Path(args.out) if args.out else default_kb_path()
+    steps = Path(args.from_steps or PACKAGED_STEPS) if args.from_steps is not None else \
+        Path(args.steps or out / "steps.jsonl")
+    if args.sources:
+        context = context_from_args(args)
+        if args.cache is not None:
+            context.cache_path = args.cache or str(out / "responses.sqlite")
+        started = time.monotonic()
+        with Progress(TextColumn("steps"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      TextColumn("{task.fields[last]}"), console=err) as bar:
+            task = bar.add_task("steps", total=None, last="")
+
+            def on_step(record: dict, i: int, total: int) -> None:
+                line = f"{record['source']} {record['id']}: {len(record['steps'])} steps, {record['topic']}"
+                bar.update(task, total=total, completed=i, last=line)
+                err.print(f"{line}, {record['tokens']} tokens, {time.monotonic() - started:.0f} s  [{i}/{total}]")
+
+            written = write_steps(args.sources, steps, context, data_dir=args.data_dir, limit=args.limit,
+                                  on_step=on_step)
+        err.print(f"wrote the steps of {written} problems to {steps} in {time.monotonic() - started:.0f} s")
+    records = read_steps(steps)
+    started = time.monotonic()
+    kb = KnowledgeBase(out, create=True)
+    added = kb.add(records)
+    err.print(f"embedded {added} new problems in {time.monotonic() - started:.1f} s; {out} holds "
+              f"{len(kb.manifest.get('problems', {}))} problems ({kb.manifest.get('documents', 0)} step prefixes) "
+              f"from {', '.join(kb.manifest.get('datasets', [])) or 'nothing yet'}")
+    return 0
+
+
+def cmd_kb_retopic(args: argparse.Namespace) -> int:
+    """Give every record of a steps file the topic the search's own classifier picks (resumable)."""
+    from codeforest.kb import retopic
+
+    context = context_from_args(args)
+    started = time.monotonic()
+
+    def on_record(record: dict, i: int, total: int) -> None:
+        err.print(f"{record['source']} {record['id']}: {record['topic']} (steps call: {record['steps_topic']}), "
+                  f"{time.monotonic() - started:.0f} s  [{i}/{total}]")
+
+    done = retopic(args.steps, context, on_record=on_record)
+    err.print(f"reclassified {done} problems of {args.steps} in {time.monotonic() - started:.0f} s")
+    return 0
+
+
+def cmd_kb_query(args: argparse.Namespace) -> int:
+    """Print the nearest stored step prefixes with their similarity and metadata."""
+    from codeforest.kb import default_kb_path
+    from codeforest.tools.knowledge import KnowledgeBase
+
+    kb = KnowledgeBase(args.kb or default_kb_path())
+    out = Console(highlight=False)
+    for hit in kb.search(args.text, k=args.k, topic=args.topic):
+        out.print(f"[bold]{hit['similarity']:.3f}[/bold]  {hit['source']} {hit['problem_id']} "
+                  f"({hit['topic']}, {hit['pre_steps_num']} steps)")
+        out.print(textwrap.indent(hit["document"][-400:], "    "), markup=False)
+    return 0
+
+
+def cmd_kb_sanity(args: argparse.Namespace) -> int:
+    """Print the retrieval sanity of a knowledge base (reworded problems finding themselves top-1)."""
+    from codeforest.kb import PACKAGED_STEPS, open_knowledge, read_steps, retrieval_sanity
+
+    kb = open_knowledge(args.kb)  # the default KB follows the packaged steps first (their topics may have moved)
+    result = retrieval_sanity(kb, read_steps(args.steps or PACKAGED_STEPS), limit=args.limit)
+    print(json.dumps(result))
+    return 0

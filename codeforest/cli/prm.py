@@ -1,0 +1,84 @@
+"""``codeforest collect-prm``: CodePRM training data, thought trees labelled by their codes' pass rates."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from codeforest.cli.common import SETTINGS_EPILOG, add_context_args, context_from_args, err, positive_int
+from codeforest.problems import load_dataset
+from codeforest.registry import context_for
+
+
+def register(sub) -> None:
+    """Add the collect-prm command to the ``codeforest`` subparsers."""
+    prm = sub.add_parser("collect-prm", help="CodePRM training data: thought trees labelled by pass rates; resumable",
+                         epilog=SETTINGS_EPILOG + " (here GVR runs without refinement and without a selector)")
+    prm.add_argument("--dataset", action="append", default=[], metavar="DATASET",
+                     help="a dataset name or .jsonl path (repeatable; problems are interleaved)")
+    pick = prm.add_mutually_exclusive_group()
+    pick.add_argument("--problems", help="comma-separated problem ids (with one --dataset)")
+    pick.add_argument("--limit", type=positive_int, help="the first N problems of each dataset")
+    pick.add_argument("--sample", type=positive_int, help="N problems of each dataset drawn at random (--seed)")
+    prm.add_argument("--seed", type=int, default=0, help="the seed of --sample's draw (default 0)")
+    prm.add_argument("--out", required=True, help="the data file (JSONL) to write and resume")
+    prm.add_argument("--rollouts", type=positive_int,
+                     help="rollouts per problem (default: gvr_rollouts, 16 unless CODEFOREST_GVR_ROLLOUTS says)")
+    prm.add_argument("--label", choices=["private", "mean"], default="private",
+                     help="a code's score: its private pass rate (the paper) or the mean of public and private "
+                          "(the released code)")
+    prm.add_argument("--stats", action="store_true", help="only print the label distribution of --out")
+    prm.add_argument("--cache", nargs="?", const="", metavar="PATH",
+                     help="cache model responses in SQLite (default PATH: <out>.responses.sqlite)")
+    add_context_args(prm, selector=False)  # every code of the tree is labelled, none is chosen
+    prm.set_defaults(func=cmd_collect_prm)
+
+
+def cmd_collect_prm(args: argparse.Namespace) -> int:
+    """Search each problem's thoughts, label every thought by its codes' pass rates, append the samples."""
+    from pathlib import Path
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from codeforest.bench import select_tasks
+    from codeforest.kb import interleave
+    from codeforest.prm_data import collect, label_distribution
+
+    if not args.stats:
+        if not args.dataset:
+            raise ValueError("give --dataset DATASET (repeatable)")
+        if args.problems and len(args.dataset) > 1:
+            raise ValueError("--problems needs exactly one --dataset")
+        context = context_from_args(args)
+        if args.rollouts:
+            context = context_for("gvr", context, gvr_rollouts=args.rollouts)
+        if args.cache is not None:
+            context.cache_path = args.cache or f"{args.out}.responses.sqlite"
+        per_dataset = []
+        for name in args.dataset:
+            tasks = select_tasks(load_dataset(name, args.data_dir), problems=args.problems.split(",") if
+                                 args.problems else None, limit=args.limit, sample=args.sample, seed=args.seed)
+            label = Path(name).stem if name.endswith((".jsonl", ".json")) else name
+            per_dataset.append([(label, t) for t in tasks])
+        with Progress(TextColumn("collect-prm"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=err) as bar:
+            task = bar.add_task("collect", total=None)
+
+            def on_problem(problem: dict, i: int, total: int) -> None:
+                bar.update(task, total=total, completed=i)
+                if problem.get("skipped"):
+                    err.print(f"{problem['dataset']} {problem['problem_id']}: skipped ({problem['skipped']})  "
+                              f"[{i}/{total}]")
+                    return
+                err.print(f"{problem['dataset']} {problem['problem_id']}: {problem['samples']} samples from "
+                          f"{problem['codes']} programs, mean label {problem['mean_label']}, {problem['tokens']:,} "
+                          f"tokens, {problem['wall_s']:.0f} s  [{i}/{total}]")
+
+            added = collect(interleave(per_dataset), args.out, context, label=args.label, on_problem=on_problem)
+        err.print(f"added {added} problems to {args.out}")
+    if not Path(args.out).exists():  # nothing collected yet (every problem skipped or cut short)
+        if args.stats:
+            raise ValueError(f"no data file {args.out}: collect it first (--dataset ...)")
+        return 0
+    print(json.dumps(label_distribution(args.out), indent=2))
+    return 0
