@@ -58,14 +58,15 @@ codeforest kb retopic --steps tools/kb_steps.jsonl --model local 2>&1 | grep --l
 bench --dataset apps_introductory150 --out "$AI" --graph rpm_mcts
 CODEFOREST_RPM_KB=false bench --dataset apps_introductory150 --out "$AI" --graph rpm_mcts
 resample_at_tokens_of apps_introductory150 "$AI" rpm_mcts
-# issue 16: CodePRM's GVR against RethinkMCTS and direct on apps_interview150, and PRM data from a split no bench uses
-bench --dataset apps_interview150 --out measurements/apps-interview-1.5b --graph direct --graph resample --graph gvr \
-    --graph rethink_mcts
+# issue 16: CodePRM's GVR against RethinkMCTS and direct on apps_interview150, and PRM data from a split no bench uses;
+# GVR's comparison with resampling (8 samples, and at its tokens) is finished before RethinkMCTS's ~10 hours start
+AV=measurements/apps-interview-1.5b
+bench --dataset apps_interview150 --out "$AV" --graph direct --graph resample --graph gvr
 # resample with 8 samples, the first public-passing one: the first 8 of the 20-sample run, replayed from the cache
-CODEFOREST_RESAMPLE_N=8 bench --dataset apps_interview150 --out measurements/apps-interview-1.5b --graph resample
-for graph in gvr rethink_mcts; do
-    resample_at_tokens_of apps_interview150 measurements/apps-interview-1.5b "$graph"
-done
+CODEFOREST_RESAMPLE_N=8 bench --dataset apps_interview150 --out "$AV" --graph resample
+resample_at_tokens_of apps_interview150 "$AV" gvr
+bench --dataset apps_interview150 --out "$AV" --graph rethink_mcts
+resample_at_tokens_of apps_interview150 "$AV" rethink_mcts
 codeforest collect-prm --dataset mbpp500 --sample 20 --seed 5 --model local --cache \
     --out measurements/prm-data/mbpp500-20.jsonl
 echo "== $(date -u +%FT%TZ) queue done"

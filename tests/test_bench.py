@@ -31,7 +31,7 @@ from codeforest.bench import (
     write_samples,
 )
 from codeforest.cli import main
-from codeforest.cli.bench import heartbeat
+from codeforest.cli.bench import finished_line, heartbeat
 from codeforest.context import Context
 from codeforest.graphs.bester import BesterContext
 from codeforest.graphs.rethink_mcts import RethinkContext
@@ -173,6 +173,14 @@ def test_in_flight_shows_each_running_problem_and_its_calls_so_far(tmp_path):
                   dataset="humaneval", model=RespondingChatModel(respond=respond))
     bench.run()
     assert seen == [[("resample", "HumanEval/0", n)] for n in range(3)] and bench.in_flight() == []
+
+
+def test_a_finished_problem_line_counts_a_trained_prms_calls_apart_from_the_llms():
+    record = {"graph": "gvr", "problem_id": "APPS/7", "private_passed": False, "stop_reason": "budget_exhausted",
+              "llm_calls": 64, "prm_calls": 0, "prompt_tokens": 1000, "completion_tokens": 234, "wall_s": 61.4}
+    assert finished_line(record) == "gvr APPS/7: failed (budget_exhausted), 64 calls, 1,234 tokens, 61 s"
+    record.update(prm_calls=9, private_passed=True)
+    assert finished_line(record) == "gvr APPS/7: solved (budget_exhausted), 64 calls (+9 PRM), 1,234 tokens, 61 s"
 
 
 def test_a_log_file_hears_what_is_in_flight_while_nothing_finishes(capsys):

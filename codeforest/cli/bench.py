@@ -141,13 +141,18 @@ def _run_bench(bench, context: Context, dataset: str, budget: int) -> None:
             if record["error"]:
                 err.print(f"[red]{record['graph']} {record['problem_id']}: {escape(record['error'])}[/red]")
             else:  # one line per finished problem: the log of a run in the background
-                verdict = "solved" if record["private_passed"] else "failed"
-                err.print(f"{record['graph']} {record['problem_id']}: {verdict} ({record['stop_reason']}), "
-                          f"{record['llm_calls']} calls, {tokens_spent(record):,} "
-                          f"tokens, {record['wall_s']:.0f} s  [{progress.done}/{progress.total}]")
+                err.print(f"{finished_line(record)}  [{progress.done}/{progress.total}]")
 
         with heartbeat(bench, show, live=err.is_terminal):
             bench.run(on_progress)
+
+
+def finished_line(record: dict) -> str:
+    """A finished problem in the bench log: verdict, stop reason, calls (a trained PRM's apart), tokens, seconds."""
+    verdict = "solved" if record["private_passed"] else "failed"
+    prm = f" (+{record['prm_calls']} PRM)" if record.get("prm_calls") else ""
+    return (f"{record['graph']} {record['problem_id']}: {verdict} ({record['stop_reason']}), {record['llm_calls']} "
+            f"calls{prm}, {tokens_spent(record):,} tokens, {record['wall_s']:.0f} s")
 
 
 @contextlib.contextmanager
