@@ -192,6 +192,7 @@ def simulate(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel
     reply = solver.write_code(llm, kit.prompt(context, "solver_mcts"), problem, thoughts=search.thought_lines(thoughts))
     costs = [{**reply.cost, **kit.PROGRAM_RUN}]
     result, record = kit.run_program(problem, reply.value, context, leaf, feedback=prm_feedback)
+    record.update(retired_scores(nodes[leaf]))  # after a refinement: the scores were the earlier program's
     has_tests, prm_score = result.total > 0, None
 
     def valued() -> dict:
@@ -209,6 +210,14 @@ def simulate(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel
     update = valued()
     kit.emit("value", node=leaf, value=round(record["value"], 4))
     return {**update, "cost": total_cost(costs)}
+
+
+def retired_scores(node: NodeRecord) -> dict:
+    """The fields that clear a node's Verifier scores before its new program is run: the scores move to the end of
+    ``prm_history`` (a refined node's earlier programs), so they are never read as the new program's."""
+    if not node.get("prm_scores"):
+        return {"prm_scores": None}
+    return {"prm_scores": None, "prm_history": [*node.get("prm_history", []), node["prm_scores"]]}
 
 
 def verify_node(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel | None = None) -> dict:

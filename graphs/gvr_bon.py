@@ -30,7 +30,7 @@ from codeforest.agents import rethink, solver, thinker
 from codeforest.agents.verifier import numbered, verify
 from codeforest.context import VerifierContext
 from codeforest.graphs import kit, search, selection
-from codeforest.graphs.gvr import best_program
+from codeforest.graphs.gvr import best_program, retired_scores
 from codeforest.graphs.state import SearchState, total_cost
 from codeforest.tools.testing import prm_feedback
 
@@ -142,7 +142,7 @@ def write_code(state: GvrBonState, runtime: Runtime[GvrBonContext], model: BaseC
         reply = solver.write_code(llm, prompt, state["problem"], thoughts=numbered(thoughts))
         costs.append({**reply.cost, **kit.PROGRAM_RUN})
         _, record = kit.run_program(state["problem"], reply.value, context, last, feedback=prm_feedback)
-        updates[last] = {**record, "prm_scores": None}
+        updates[last] = {**record, **retired_scores(nodes[last])}
         kit.keep({"nodes": {last: updates[last]}, "cost": kit.PROGRAM_RUN})
     return {"nodes": updates, "cost": total_cost(costs)}
 

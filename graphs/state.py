@@ -68,6 +68,7 @@ class NodeRecord(TypedDict, total=False):
     passing: bool  # RPM-MCTS: a roll-out through here passed every public test and the evaluator
     final_code: str  # RPM-MCTS: that roll-out's program
     prm_scores: list[float]  # GVR: the Verifier's score of each thought on the path, for this node's program
+    prm_history: list[list[float]]  # GVR: the scores of the node's earlier programs, each before a refinement
     prm_unread: bool  # GVR-BoN: those scores are the 0.5 fallback of an unreadable Verifier reply
     refined: int  # GVR: how often the Verifier's flag had this thought rewritten
 

@@ -62,6 +62,9 @@ def test_best_of_n_by_verifier_reward_with_refine_of_the_failing_chain():
     assert [nodes[i]["parent"] for i in ("n3", "n4")] == ["n1", "n2"]
     assert nodes["n3"]["text"] == "add one." and nodes["n3"]["replaced_thought"] == "A2 add two."
     assert nodes["n3"]["value"] == 0.95 and nodes["n4"]["value"] == 0.7  # max of the step scores
+    # the refined chain's code was scored again; the scores of its first code stay in prm_history
+    assert nodes["n3"]["prm_scores"] == [0.8, 0.95] and nodes["n3"]["prm_history"] == [[0.9, 0.3]]
+    assert nodes["n4"]["prm_scores"] == [0.6, 0.7] and "prm_history" not in nodes["n4"]
     assert out["final_node"] == "n3" and out["final_code"].endswith("x + 1")
     assert out["cost"]["programs"] == 3 and out["stop_reason"] == "budget_exhausted"
 

@@ -70,9 +70,11 @@ def test_verify_refine_regenerate_with_exact_prompts():
     assert "\n1-Thought: Return x plus one.\n2-Thought: Keep it.\ndef inc(x):\n    return 0\n## Failed test 1:" \
         in verify_prompt
     assert nodes["n1"]["text"] == "Return x plus one." and nodes["n1"]["replaced_thought"] == "Return x + 2."
-    assert nodes["n1"]["refined"] == 1 and nodes["n1"]["prm_scores"] == [0.2] and nodes["n1"]["value"] == 1.0
+    # the scores belonged to the code before the refinement: kept in prm_history, not on the new passing code
+    assert nodes["n1"]["refined"] == 1 and nodes["n1"]["value"] == 1.0
+    assert nodes["n1"]["prm_scores"] is None and nodes["n1"]["prm_history"] == [[0.2]]
     # "1-Thought: 0.5, 2-Thought: 0.1": every second number; only 0.1 is below θ = 0.5 (the released strict <)
-    assert nodes["n3"]["prm_scores"] == [0.5, 0.1] and nodes["n3"]["text"] == "Return two."
+    assert nodes["n3"]["prm_history"] == [[0.5, 0.1]] and nodes["n3"]["text"] == "Return two."
     assert "Revise and enhance the 2-Thought" in script.prompts["refine"][1]
     assert nodes["n3"]["value"] == 0.5 and nodes["n3"]["code"].endswith("return 2")
     fb = script.prompts["expand_fb"][0]
@@ -128,7 +130,8 @@ def test_llm_locate_refines_the_thought_the_model_names_without_scores():
         "## Failed test 2: \nassert inc(5) == 6\n\n# Current Execution Output:\n7\n\n"
         "Begin your response:")
     nodes = out["nodes"]
-    assert nodes["n1"]["replaced_thought"] == "Return x + 2." and "prm_scores" not in nodes["n1"]
+    assert nodes["n1"]["replaced_thought"] == "Return x + 2." and nodes["n1"].get("prm_scores") is None
+    assert "prm_history" not in nodes["n1"]  # the locator gives no scores
     # the second answer names no thought: the last one on the path (n3, the 2nd) is refined, and it is counted
     assert "Revise and enhance the 2-Thought" in script.prompts["refine"][1] and nodes["n3"]["text"] == "Add one."
     assert out["cost"]["parse_failures"] == 1
@@ -160,8 +163,9 @@ def test_nothing_flagged_keeps_the_code_unless_the_released_fallback_refines_the
     out = run(script, gvr_rollouts=1, verifier_unflagged=unflagged)
     assert script.roles == ["expand", "solver", "verify"] + (["refine", "solver", "expand"] if refined
                                                                else ["expand_fb"])
-    assert out["nodes"]["n1"]["prm_scores"] == [0.8] and out["nodes"]["n1"]["refined" if refined else "text"] == (
-        1 if refined else "Return x + 2.")
+    n1 = out["nodes"]["n1"]
+    assert n1["refined" if refined else "text"] == (1 if refined else "Return x + 2.")
+    assert (n1["prm_scores"], n1.get("prm_history")) == ((None, [[0.8]]) if refined else ([0.8], None))
     assert out["public_pass_rate"] == (1.0 if refined else 0.0)
 
 
@@ -176,7 +180,7 @@ def test_pub_prm_adds_the_verifier_aggregate_to_passing_code():
 def test_unreadable_verifier_scores_every_thought_half_and_counts_it():
     script = two_rollouts(second_scores="I cannot say.")
     out = run(script, gvr_rollouts=2)
-    assert out["nodes"]["n3"]["prm_scores"] == [0.5, 0.5]
+    assert out["nodes"]["n3"]["prm_history"] == [[0.5, 0.5]]
     assert out["cost"]["parse_failures"] == 1
     # flagged from scores drawn from the problem, node and round, as the released code draws them
     draws = [random.Random("T/inc:n3:0").random() for _ in range(2)]

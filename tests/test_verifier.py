@@ -141,7 +141,7 @@ def test_gvr_with_a_prm_endpoint(prm_server):
     context = gvr.GvrContext(structured_output=False, gvr_width=1, gvr_rollouts=1, verifier="http",
                              verifier_url=server.url)
     out = gvr.build_graph(model=RespondingChatModel(respond=respond)).invoke({"problem": PROBLEM}, context=context)
-    assert out["cost"]["prm_calls"] == 1 and out["nodes"]["n1"]["prm_scores"] == [0.1]
+    assert out["cost"]["prm_calls"] == 1 and out["nodes"]["n1"]["prm_history"] == [[0.1]]
     assert out["nodes"]["n1"]["text"] == "Add one to x." and "## Failed test 1" in server.bodies[0]["feedback"]
 
 

@@ -17,8 +17,8 @@ def main() -> None:
     for path in trees:
         for node in json.loads(path.read_text(encoding="utf-8")).values():
             refined_at[node["depth"]] += node.get("refined") or 0
-            scores = node.get("prm_scores")
-            if scores:
+            # a refined node's earlier scores: in prm_history since 2026-11-27; on prm_scores in trees before that
+            for scores in [*(node.get("prm_history") or []), *([node["prm_scores"]] if node.get("prm_scores") else [])]:
                 scorings += 1
                 # the example's scores in its order, then 0.3 or 0.8 for any further thought (the two "flawed" marks)
                 head, tail = tuple(scores[:3]), scores[3:]
