@@ -1,4 +1,4 @@
-"""What the ``codeforest`` commands share: the error console, the model and sandbox flags, reading a problem."""
+"""What the ``codeforest`` commands share: the error console, the number types, the model and sandbox flags."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import argparse
 from rich.console import Console
 
 from codeforest.context import Context
-from codeforest.problems import DatasetError, Task, load_dataset, load_problem
 from codeforest.prompts import check_prompts_dir
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -82,20 +81,3 @@ def note_single_candidate(context: Context) -> None:
         err.print(f"[yellow]note:[/yellow] selector {context.selector} with min_candidates 1: searches that stop at "
                   "their first public-passing program (resample, codetree, bester, reflexion, rpm_mcts) leave it "
                   "one candidate then; raise --min-candidates to give it a choice (e.g. resample_n for resample)")
-
-
-def task_from_args(args: argparse.Namespace) -> Task:
-    """The problem named by --dataset/--problem or --problem-file (one problem, or one chosen by --problem)."""
-    if args.problem_file:
-        tasks = load_dataset(args.problem_file)
-        if args.problem:
-            matches = [t for t in tasks if t.id == args.problem]
-            if not matches:
-                raise DatasetError(f"No problem {args.problem!r} in {args.problem_file}")
-            return matches[0]
-        if len(tasks) != 1:
-            raise DatasetError(f"{args.problem_file} holds {len(tasks)} problems; choose one with --problem")
-        return tasks[0]
-    if not args.problem:
-        raise DatasetError("--dataset needs --problem ID")
-    return load_problem(args.dataset, args.problem, args.data_dir)

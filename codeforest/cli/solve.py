@@ -15,9 +15,8 @@ from codeforest.cli.common import (
     context_from_args,
     err,
     note_single_candidate,
-    task_from_args,
 )
-from codeforest.problems import DatasetError
+from codeforest.problems import DatasetError, Task, load_dataset, load_problem
 from codeforest.registry import graph_names
 from codeforest.tools.models import redact
 
@@ -50,6 +49,23 @@ def register(sub) -> None:
     check.add_argument("--data-dir", help="benchmark folder")
     check.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     check.set_defaults(func=cmd_check)
+
+
+def task_from_args(args: argparse.Namespace) -> Task:
+    """The problem named by --dataset/--problem or --problem-file (one problem, or one chosen by --problem)."""
+    if args.problem_file:
+        tasks = load_dataset(args.problem_file)
+        if args.problem:
+            matches = [t for t in tasks if t.id == args.problem]
+            if not matches:
+                raise DatasetError(f"No problem {args.problem!r} in {args.problem_file}")
+            return matches[0]
+        if len(tasks) != 1:
+            raise DatasetError(f"{args.problem_file} holds {len(tasks)} problems; choose one with --problem")
+        return tasks[0]
+    if not args.problem:
+        raise DatasetError("--dataset needs --problem ID")
+    return load_problem(args.dataset, args.problem, args.data_dir)
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
