@@ -214,10 +214,12 @@ def simulate(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel
 
 def retired_scores(node: NodeRecord) -> dict:
     """The fields that clear a node's Verifier scores before its new program is run: the scores move to the end of
-    ``prm_history`` (a refined node's earlier programs), so they are never read as the new program's."""
+    ``prm_history`` (a refined node's earlier programs), so they are never read as the new program's; GVR-BoN's
+    ``prm_unread`` mark goes with them."""
+    retired = {"prm_scores": None, **({"prm_unread": False} if node.get("prm_unread") else {})}
     if not node.get("prm_scores"):
-        return {"prm_scores": None}
-    return {"prm_scores": None, "prm_history": [*node.get("prm_history", []), node["prm_scores"]]}
+        return retired
+    return {**retired, "prm_history": [*node.get("prm_history", []), node["prm_scores"]]}
 
 
 def verify_node(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel | None = None) -> dict:

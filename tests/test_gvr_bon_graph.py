@@ -93,8 +93,10 @@ def test_a_second_round_flags_an_unread_chain_from_fresh_draws_not_from_its_fall
     chains = BothFail({"x + 2": ["No idea."] * 3})
     context = GvrBonContext(structured_output=False, gvr_bon_n=2, gvr_bon_steps=2, gvr_bon_reward="pub_test",
                             gvr_bon_max_refines=2)
-    build_graph(model=RespondingChatModel(respond=chains, pass_kwargs=True)).invoke(
+    out = build_graph(model=RespondingChatModel(respond=chains, pass_kwargs=True)).invoke(
         {"problem": {**PROBLEM, "id": "T/e"}}, context=context)
+    # A's refined code passes and is never scored: its unread mark went with the scores of its first code
+    assert out["nodes"]["n3"]["prm_history"] == [[0.5, 0.5]] and not out["nodes"]["n3"]["prm_unread"]
     expected = [f"{i + 1}-Thought" for key in ("n3:0", "n4:1") for i, s in enumerate(draws[key]) if s <= 0.5]
     assert [c[1] for c in chains.calls if c[0] == "refine"] == expected
     assert chains.calls.count(("verify", "x + 2")) == 2  # A and B once each: B's reply is reused
