@@ -25,7 +25,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 from pydantic import Field
 
-from codeforest.tools.models import DEFAULT_TUNING
+from codeforest.tools.models import DEFAULT_TUNING, ModelError
 
 BASELINE = "baseline"
 # Each setting names llama.cpp server fields (tools.models.apply_tuning); the baseline is llama.cpp's stock server.
@@ -142,7 +142,7 @@ def run_setting(gguf: Path, setting: str, calls_path: Path) -> dict:
     proc = subprocess.run([sys.executable, "-m", "codeforest.model_bench", str(gguf), setting, str(calls_path)],
                           capture_output=True, text=True)
     if proc.returncode != 0:
-        raise RuntimeError(f"bench-model setting {setting!r} failed:\n{proc.stderr[-2000:]}")
+        raise ModelError(f"bench-model setting {setting!r} failed:\n{proc.stderr[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 

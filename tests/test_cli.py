@@ -133,3 +133,81 @@ def test_check_on_e2b_without_a_key_is_one_clear_line(capsys, tmp_path, monkeypa
     program.write_text("def has_close_elements(numbers, threshold):\n    return False\n")
     assert main(["check", str(program), "--dataset", "humaneval", "--problem", "0", "--backend", "e2b"]) == 2
     assert "set E2B_API_KEY" in capsys.readouterr().err
+
+
+def test_more_command_line_mistakes_are_one_clear_line(capsys, tmp_path):
+    """A missing file named on the command line, an empty number list, a record without its target file."""
+    assert main(["check", str(tmp_path / "missing.py"), "--dataset", "humaneval", "--problem", "0"]) == 2
+    assert "missing.py" in capsys.readouterr().err
+    for args in (["kb", "build", "--from-steps", str(tmp_path / "typo.jsonl"), "--out", str(tmp_path / "kb")],
+                 ["kb", "retopic", "--steps", str(tmp_path / "typo.jsonl")],
+                 ["kb", "sanity", "--steps", str(tmp_path / "typo.jsonl"), "--kb", str(tmp_path / "kb")]):
+        assert main(args) == 2
+        assert f"No steps file {tmp_path / 'typo.jsonl'}" in capsys.readouterr().err
+    assert not (tmp_path / "kb").exists()  # no empty knowledge base was made
+    with pytest.raises(SystemExit) as stopped:
+        main(["bench-concurrency", "--concurrency", ","])
+    assert stopped.value.code == 2 and "',' holds no number" in capsys.readouterr().err
+    assert main(["bench-model", "--record", "--graph", "direct", "--problems", "HumanEval/0"]) == 2
+    assert "--record needs --graph, --problems and --calls FILE" in capsys.readouterr().err
+
+
+def test_a_model_fault_outside_a_search_is_one_clear_line(capsys, tmp_path, monkeypatch):
+    from codeforest.agents.base import ModelFault
+
+    steps = tmp_path / "steps.jsonl"
+    steps.write_text(json.dumps({"id": "MBPP/1", "source": "mbpp500", "steps": ["a"], "topic": "Other"}) + "\n")
+
+    def down(*args, **kwargs):
+        raise ModelFault("the model endpoint did not answer after 3 tries", {})
+
+    monkeypatch.setattr("codeforest.kb.retopic", down)
+    assert main(["kb", "retopic", "--steps", str(steps), "--base-url", "http://127.0.0.1:9/v1"]) == 2
+    err = capsys.readouterr().err
+    assert "error: the model endpoint did not answer after 3 tries" in err and "Traceback" not in err
+
+
+def test_a_problem_file_takes_a_bare_number_as_a_dataset_does(endpoint, capsys, tmp_path):
+    rec = {"prompt": "def inc(x):\n    \"\"\"Add one.\"\"\"\n", "entry_point": "inc",
+           "given_tests": ["assert inc(1) == 2"]}
+    path = tmp_path / "two.jsonl"
+    path.write_text("".join(json.dumps({**rec, "task_id": f"Mine/{i}"}) + "\n" for i in (1, 2)))
+    api = endpoint("```python\ndef inc(x):\n    return x + 1\n```")
+    assert main(["solve", "--problem-file", str(path), "--problem", "2", "--base-url", api.url, "--model", "m",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["problem_id"] == "Mine/2"
+
+
+def test_check_gives_private_tests_the_harness_time_limit(capsys, tmp_path, monkeypatch):
+    import codeforest.tools.sandbox as sandbox
+
+    limits, real_run = [], sandbox.run
+
+    def recording_run(code, suite, *, timeout, backend=None):
+        limits.append(timeout)
+        return real_run(code, suite, timeout=timeout, backend=backend)
+
+    monkeypatch.setattr(sandbox, "run", recording_run)
+    program = tmp_path / "prog.py"
+    program.write_text("def has_close_elements(numbers, threshold):\n    return False\n")
+    main(["check", str(program), "--dataset", "humaneval", "--problem", "0", "--private", "--json"])
+    main(["check", str(program), "--dataset", "humaneval", "--problem", "0", "--private", "--timeout", "2", "--json"])
+    assert limits == [5.0, 10.0, 2.0, 2.0]
+
+
+def test_the_default_results_folder_keeps_a_model_name_whole():
+    from codeforest.cli.bench import model_label
+
+    assert model_label("qwen2.5-coder:7b") == "qwen2.5-coder-7b"
+    assert model_label("gpt-4.1") != model_label("gpt-4.5")
+    assert model_label("Qwen/Qwen2.5-Coder-7B-Instruct") == "Qwen-Qwen2.5-Coder-7B-Instruct"
+    assert model_label("~/models/coder.Q4_K_M.gguf") == "coder.Q4_K_M" and model_label("local") == "local"
+
+
+def test_solve_describes_an_mcts_selection_by_its_path():
+    from codeforest.cli.solve import _describe
+
+    assert _describe({"event": "selected", "node": "n5", "path": ["n1", "n5"]}) == \
+        "selected node n5 by the path n1 > n5"
+    assert _describe({"event": "selected", "node": "n2", "round": 1, "passed": 1, "total": 2, "best": "n2"}) == \
+        "round 1: chose node n2 (1/2 public tests), best so far n2"

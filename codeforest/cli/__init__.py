@@ -6,6 +6,7 @@ import argparse
 
 from rich.markup import escape
 
+from codeforest.agents.base import ModelFault
 from codeforest.bench import FolderBusy, RunnerLost
 from codeforest.cli import bench, kb, prm, serve, solve, speed
 from codeforest.cli.common import err
@@ -27,8 +28,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return args.func(args)
-    except (DatasetError, ModelError, PromptError, SandboxServiceError, FolderBusy, KnowledgeError, RunnerLost,
-            ValueError) as exc:
+    except (DatasetError, ModelError, ModelFault, PromptError, SandboxServiceError, FolderBusy, KnowledgeError,
+            RunnerLost, ValueError, OSError) as exc:  # OSError: a file named on the command line, a full disk
         err.print(f"[red]error:[/red] {escape(redact(str(exc)))}")
         return 2
     except KeyboardInterrupt:

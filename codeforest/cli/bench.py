@@ -7,6 +7,7 @@ import contextlib
 import json
 import threading
 import time
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
@@ -14,8 +15,10 @@ from rich.markup import escape
 from codeforest.bench import in_flight_line
 from codeforest.cli.common import (
     SETTINGS_EPILOG,
+    add_cache_arg,
     add_context_args,
     context_from_args,
+    dataset_label,
     err,
     note_single_candidate,
     positive_int,
@@ -36,11 +39,10 @@ def register(sub) -> None:
     pick.add_argument("--problems", help="comma-separated problem ids")
     pick.add_argument("--limit", type=positive_int, help="the first N problems")
     pick.add_argument("--sample", type=positive_int, help="N problems drawn at random (with --seed)")
-    bench.add_argument("--seed", type=int, default=0)
+    bench.add_argument("--seed", type=int, default=0, help="the draw of --sample (default 0)")
     bench.add_argument("--concurrency", type=positive_int, default=1, help="problems solved at once")
     bench.add_argument("--out", help="results folder (default: runs/<dataset>-<model>)")
-    bench.add_argument("--cache", nargs="?", const="", metavar="PATH",
-                       help="cache model responses in an SQLite file (default: <out>/responses.sqlite)")
+    add_cache_arg(bench, "<out>/responses.sqlite")
     bench.add_argument("--retry-errors", action="store_true", help="rerun problems whose graph raised")
     bench.add_argument("--server", metavar="URL",
                        help="run the graphs on a LangGraph Server (e.g. http://127.0.0.1:2024): one thread per run, "
@@ -48,8 +50,9 @@ def register(sub) -> None:
     budget = bench.add_mutually_exclusive_group()
     budget.add_argument("--token-budget", metavar="N[,N...]",
                         help="run every graph at each token budget (e.g. 2000,8000,32k), largest first; the budgets "
-                             "share <out>/responses.sqlite (with or without --cache), so the smaller ones replay the "
-                             "larger runs' calls")
+                             "share one response cache (<out>/responses.sqlite unless --cache PATH or "
+                             "CODEFOREST_CACHE_PATH names another; none on a --server run), so the smaller ones "
+                             "replay the larger runs' calls")
     budget.add_argument("--tokens-of", metavar="GRAPH", choices=graph_names(),
                         help="run at the mean tokens per problem GRAPH spent at its defaults in <out>: plain "
                              "resampling at a search's tokens (CODEFOREST_RESAMPLE_N=1000: as many samples as fit)")
@@ -58,7 +61,7 @@ def register(sub) -> None:
 
     rep = sub.add_parser("report", help="summarize a bench results folder and plot pass@1 against tokens")
     rep.add_argument("out", help="a folder written by codeforest bench")
-    rep.add_argument("--json", action="store_true")
+    rep.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     rep.add_argument("--html", action="store_true", help="also write DIR/report.html: tables, curves and every "
                                                           "search tree, one self-contained page")
     rep.set_defaults(func=cmd_report)
@@ -66,18 +69,16 @@ def register(sub) -> None:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """Run graphs x problems, appending one record per finished pair; then print the report."""
-    from pathlib import Path
-
     from codeforest.bench import Bench, mean_tokens_of, parse_budgets, read_results, select_tasks, write_samples
-    from codeforest.tools.models import embedded_spec, ensure_model_file
+    from codeforest.tools.models import resolve_gguf
 
     context = context_from_args(args)
     note_single_candidate(context)
     tasks = load_dataset(args.dataset, args.data_dir)
     problems = args.problems.split(",") if args.problems else None
     tasks = select_tasks(tasks, problems=problems, limit=args.limit, sample=args.sample, seed=args.seed)
-    dataset = Path(args.dataset).stem if args.dataset.endswith((".jsonl", ".json")) else args.dataset
-    out = Path(args.out or f"runs/{dataset}-{Path(context.model).stem}")
+    dataset = dataset_label(args.dataset)
+    out = Path(args.out or f"runs/{dataset}-{model_label(context.model)}")
     if args.tokens_of:  # --tokens-of and --token-budget exclude each other
         budgets = [mean_tokens_of(read_results(out), args.tokens_of)]
         err.print(f"{args.tokens_of} spent {budgets[0]:,} tokens a problem in {out}: the token budget")
@@ -95,14 +96,21 @@ def cmd_bench(args: argparse.Namespace) -> int:
         runner = ServerSolver(args.server, out)
     elif not context.base_url:
         context.server_slots = max(context.server_slots, args.concurrency)
-        if embedded_spec(context.model):
-            ensure_model_file(embedded_spec(context.model), progress=err.print)
+        resolve_gguf(context.model, progress=err.print)  # a download or a missing .gguf before the first problem
     for budget in budgets:
         context.token_budget = budget
         _run_bench(Bench(args.graph, tasks, out, context=context, dataset=dataset, concurrency=args.concurrency,
                          retry_errors=args.retry_errors, runner=runner), context, dataset, budget)
     write_samples(out)
     return cmd_report(argparse.Namespace(out=str(out), json=False))
+
+
+def model_label(model: str) -> str:
+    """How a model is named in the default results folder: a .gguf file's stem, else the name with its path and
+    tag separators made dashes (``qwen2.5-coder:7b`` -> ``qwen2.5-coder-7b``)."""
+    if model.endswith(".gguf"):
+        return Path(model).stem
+    return model.strip("/").replace("/", "-").replace(":", "-")
 
 
 def _run_bench(bench, context: Context, dataset: str, budget: int) -> None:

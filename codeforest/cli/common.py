@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from rich.console import Console
 
@@ -29,7 +30,21 @@ def positive_int(text: str) -> int:
 
 def positive_ints(text: str) -> list[int]:
     """An argparse type: comma-separated whole numbers of at least 1, e.g. ``1,8,32``."""
-    return sorted({positive_int(part.strip()) for part in text.split(",") if part.strip()})
+    values = sorted({positive_int(part.strip()) for part in text.split(",") if part.strip()})
+    if not values:
+        raise argparse.ArgumentTypeError(f"{text!r} holds no number; give e.g. 1,8,32")
+    return values
+
+
+def dataset_label(dataset: str) -> str:
+    """How a dataset is named in records and folders: its name, or a data file's stem."""
+    return Path(dataset).stem if dataset.endswith((".jsonl", ".json")) else dataset
+
+
+def add_cache_arg(p: argparse.ArgumentParser, default: str) -> None:
+    """--cache [PATH]: keep the model's responses in an SQLite file (``default`` says where without PATH)."""
+    p.add_argument("--cache", nargs="?", const="", metavar="PATH",
+                   help=f"cache model responses in an SQLite file (default: {default})")
 
 
 def add_context_args(p: argparse.ArgumentParser, *, search: bool = True, selector: bool = True,

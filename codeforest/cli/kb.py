@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import textwrap
 import time
+from pathlib import Path
 
 from rich.console import Console
 
-from codeforest.cli.common import add_context_args, context_from_args, err, positive_int
+from codeforest.cli.common import add_cache_arg, add_context_args, context_from_args, err, positive_int
+from codeforest.problems import DatasetError
+from codeforest.tools.knowledge import TOPICS
 
 
 def register(sub) -> None:
@@ -24,8 +28,7 @@ def register(sub) -> None:
     build.add_argument("--out", help="the knowledge-base folder (default: the user cache's default KB)")
     build.add_argument("--steps", help="the steps JSONL to write and resume (default: <out>/steps.jsonl)")
     build.add_argument("--limit", type=positive_int, help="write the steps of at most N more problems")
-    build.add_argument("--cache", nargs="?", const="", metavar="PATH",
-                       help="cache model responses in an SQLite file (default: <out>/responses.sqlite)")
+    add_cache_arg(build, "<out>/responses.sqlite")
     add_context_args(build, search=False)
     build.set_defaults(func=cmd_kb_build)
     retopic = kb_sub.add_parser("retopic", help="reclassify a steps file's topics with RPM-MCTS's own topic call "
@@ -36,20 +39,28 @@ def register(sub) -> None:
     query = kb_sub.add_parser("query", help="the stored step prefixes nearest to a text")
     query.add_argument("text", help="a problem, optionally followed by steps")
     query.add_argument("--kb", help="the knowledge-base folder (default: the default KB)")
-    query.add_argument("--topic", help="only documents of this topic (one of the 14)")
-    query.add_argument("-k", type=positive_int, default=3)
+    query.add_argument("--topic", choices=TOPICS, metavar="TOPIC",
+                       help=f"only documents of this topic: {', '.join(TOPICS)}")
+    query.add_argument("-k", type=positive_int, default=3, help="how many prefixes to show (default 3)")
     query.set_defaults(func=cmd_kb_query)
     sanity = kb_sub.add_parser("sanity", help="how often a reworded stored problem finds itself top-1")
     sanity.add_argument("--kb", help="the knowledge-base folder (default: the default KB)")
     sanity.add_argument("--steps", help="the steps JSONL it was built from (default: the packaged steps)")
-    sanity.add_argument("--limit", type=positive_int, default=50)
+    sanity.add_argument("--limit", type=positive_int, default=50, help="problems to reword (default 50)")
     sanity.set_defaults(func=cmd_kb_sanity)
+
+
+def existing_steps(path: str | os.PathLike) -> Path:
+    """A steps file named on the command line, which must exist (a steps file that is written and resumed need
+    not)."""
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetError(f"No steps file {path}")
+    return path
 
 
 def cmd_kb_build(args: argparse.Namespace) -> int:
     """Write steps with the model (resumable) and embed them, or embed a steps file; report what the KB holds."""
-    from pathlib import Path
-
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from codeforest.kb import PACKAGED_STEPS, default_kb_path, read_steps, write_steps
@@ -60,6 +71,8 @@ def cmd_kb_build(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else default_kb_path()
     steps = Path(args.from_steps or PACKAGED_STEPS) if args.from_steps is not None else \
         Path(args.steps or out / "steps.jsonl")
+    if args.from_steps:
+        existing_steps(steps)
     if args.sources:
         context = context_from_args(args)
         if args.cache is not None:
@@ -91,6 +104,7 @@ def cmd_kb_retopic(args: argparse.Namespace) -> int:
     """Give every record of a steps file the topic the search's own classifier picks (resumable)."""
     from codeforest.kb import retopic
 
+    existing_steps(args.steps)
     context = context_from_args(args)
     started = time.monotonic()
 
@@ -105,10 +119,9 @@ def cmd_kb_retopic(args: argparse.Namespace) -> int:
 
 def cmd_kb_query(args: argparse.Namespace) -> int:
     """Print the nearest stored step prefixes with their similarity and metadata."""
-    from codeforest.kb import default_kb_path
-    from codeforest.tools.knowledge import KnowledgeBase
+    from codeforest.kb import open_knowledge
 
-    kb = KnowledgeBase(args.kb or default_kb_path())
+    kb = open_knowledge(args.kb)  # the default KB is built from the packaged steps on first use
     out = Console(highlight=False)
     for hit in kb.search(args.text, k=args.k, topic=args.topic):
         out.print(f"[bold]{hit['similarity']:.3f}[/bold]  {hit['source']} {hit['problem_id']} "
@@ -121,7 +134,8 @@ def cmd_kb_sanity(args: argparse.Namespace) -> int:
     """Print the retrieval sanity of a knowledge base (reworded problems finding themselves top-1)."""
     from codeforest.kb import PACKAGED_STEPS, open_knowledge, read_steps, retrieval_sanity
 
+    steps = existing_steps(args.steps) if args.steps else PACKAGED_STEPS
     kb = open_knowledge(args.kb)  # the default KB follows the packaged steps first (their topics may have moved)
-    result = retrieval_sanity(kb, read_steps(args.steps or PACKAGED_STEPS), limit=args.limit)
+    result = retrieval_sanity(kb, read_steps(steps), limit=args.limit)
     print(json.dumps(result))
     return 0

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
-from codeforest.cli.common import SETTINGS_EPILOG, add_context_args, context_from_args, err, positive_int
+from codeforest.cli.common import (
+    SETTINGS_EPILOG,
+    add_cache_arg,
+    add_context_args,
+    context_from_args,
+    dataset_label,
+    err,
+    positive_int,
+)
 from codeforest.problems import load_dataset
 from codeforest.registry import context_for
 
@@ -28,16 +37,13 @@ def register(sub) -> None:
                      help="a code's score: its private pass rate (the paper) or the mean of public and private "
                           "(the released code)")
     prm.add_argument("--stats", action="store_true", help="only print the label distribution of --out")
-    prm.add_argument("--cache", nargs="?", const="", metavar="PATH",
-                     help="cache model responses in SQLite (default PATH: <out>.responses.sqlite)")
+    add_cache_arg(prm, "<out>.responses.sqlite")
     add_context_args(prm, selector=False)  # every code of the tree is labelled, none is chosen
     prm.set_defaults(func=cmd_collect_prm)
 
 
 def cmd_collect_prm(args: argparse.Namespace) -> int:
     """Search each problem's thoughts, label every thought by its codes' pass rates, append the samples."""
-    from pathlib import Path
-
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from codeforest.bench import select_tasks
@@ -58,8 +64,7 @@ def cmd_collect_prm(args: argparse.Namespace) -> int:
         for name in args.dataset:
             tasks = select_tasks(load_dataset(name, args.data_dir), problems=args.problems.split(",") if
                                  args.problems else None, limit=args.limit, sample=args.sample, seed=args.seed)
-            label = Path(name).stem if name.endswith((".jsonl", ".json")) else name
-            per_dataset.append([(label, t) for t in tasks])
+            per_dataset.append([(dataset_label(name), t) for t in tasks])
         with Progress(TextColumn("collect-prm"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err) as bar:
             task = bar.add_task("collect", total=None)

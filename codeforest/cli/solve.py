@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import textwrap
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
@@ -16,8 +17,10 @@ from codeforest.cli.common import (
     err,
     note_single_candidate,
 )
+from codeforest.context import Context
 from codeforest.problems import DatasetError, Task, load_dataset, load_problem
 from codeforest.registry import graph_names
+from codeforest.scoring import FINAL_TIMEOUT_S, score_private
 from codeforest.tools.models import redact
 
 EXIT_MODEL_ERROR = 3  # solve: the model endpoint failed after its retries; the output holds the partial result
@@ -30,7 +33,8 @@ def register(sub) -> None:
     where.add_argument("--dataset", help="humaneval, mbpp500, apps_introductory150, apps_interview150, "
                                          "codecontests150, apps_stdio150, or a path to a .jsonl file")
     where.add_argument("--problem-file", help="a .jsonl/.json file in the benchmark format")
-    solve.add_argument("--problem", help="problem id, e.g. HumanEval/0 (optional with a one-problem file)")
+    solve.add_argument("--problem", help="problem id, e.g. HumanEval/0 or 0 (optional with a one-problem "
+                                         "--problem-file)")
     solve.add_argument("--graph", default="direct", choices=graph_names())
     solve.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     solve.add_argument("--show-nodes", action="store_true", help="print the node table after the code")
@@ -42,10 +46,13 @@ def register(sub) -> None:
     where = check.add_mutually_exclusive_group(required=True)
     where.add_argument("--dataset", help="a dataset name or .jsonl path (with --problem)")
     where.add_argument("--problem-file", help="a .jsonl/.json file in the benchmark format")
-    check.add_argument("--problem", help="problem id")
+    check.add_argument("--problem", help="problem id (optional with a one-problem --problem-file)")
     check.add_argument("--private", action="store_true", help="also run the private tests")
-    check.add_argument("--backend", choices=["local", "e2b"], help="sandbox backend (default: local)")
-    check.add_argument("--timeout", type=float, default=5.0, help="seconds per test")
+    check.add_argument("--backend", choices=["local", "e2b"],
+                       help="sandbox backend (default: $CODEFOREST_SANDBOX, else local)")
+    check.add_argument("--timeout", type=float, help="seconds per test (default: the search's public-test limit for "
+                                                     f"public tests, the harness's {FINAL_TIMEOUT_S:g} s for private "
+                                                     "ones, as bench scores them)")
     check.add_argument("--data-dir", help="benchmark folder")
     check.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     check.set_defaults(func=cmd_check)
@@ -53,34 +60,28 @@ def register(sub) -> None:
 
 def task_from_args(args: argparse.Namespace) -> Task:
     """The problem named by --dataset/--problem or --problem-file (one problem, or one chosen by --problem)."""
-    if args.problem_file:
-        tasks = load_dataset(args.problem_file)
-        if args.problem:
-            matches = [t for t in tasks if t.id == args.problem]
-            if not matches:
-                raise DatasetError(f"No problem {args.problem!r} in {args.problem_file}")
-            return matches[0]
-        if len(tasks) != 1:
-            raise DatasetError(f"{args.problem_file} holds {len(tasks)} problems; choose one with --problem")
-        return tasks[0]
-    if not args.problem:
+    if args.problem:
+        return load_problem(args.problem_file or args.dataset, args.problem, args.data_dir)
+    if not args.problem_file:
         raise DatasetError("--dataset needs --problem ID")
-    return load_problem(args.dataset, args.problem, args.data_dir)
+    tasks = load_dataset(args.problem_file)
+    if len(tasks) != 1:
+        raise DatasetError(f"{args.problem_file} holds {len(tasks)} problems; choose one with --problem")
+    return tasks[0]
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
     """Solve one problem, score it on private tests when it has them, report."""
     from codeforest.api import solve
-    from codeforest.scoring import score_private
-    from codeforest.tools.models import embedded_spec, ensure_model_file
+    from codeforest.tools.models import resolve_gguf
 
     context = context_from_args(args)
     note_single_candidate(context)
     task = task_from_args(args)
     err.print(f"[bold]{task.id}[/bold] from {task.source} with graph [bold]{args.graph}[/bold], model "
               f"{context.model}" + (f" at {escape(redact(context.base_url))}" if context.base_url else " (embedded)"))
-    if not context.base_url and embedded_spec(context.model):
-        ensure_model_file(embedded_spec(context.model), progress=err.print)
+    if not context.base_url:
+        resolve_gguf(context.model, progress=err.print)  # a download or a missing .gguf before the search
 
     with err.status("starting ...") as status:
         def on_event(event: dict) -> None:
@@ -129,7 +130,9 @@ def _describe(event: dict) -> str:
         origin = f" from {event['parent']}" if event.get("parent") else ""
         return f"node {node} (depth {event.get('depth')}){origin}: {str(event.get('text', ''))[:70]}"
     if kind == "selected":
-        return (f"round {event.get('round')}: chose node {node} ({event.get('passed')}/{event.get('total')} "
+        if "round" not in event:  # the MCTS graphs: the path a rollout descends
+            return f"selected node {node} by the path {' > '.join(map(str, event.get('path') or [node]))}"
+        return (f"round {event['round']}: chose node {node} ({event.get('passed')}/{event.get('total')} "
                 f"public tests), best so far {event.get('best')}")
     if kind == "generated":
         return f"node {node}: program written"
@@ -159,21 +162,19 @@ def _print_human(result: dict, show_nodes: bool) -> None:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Run a user's program on a problem's public (and, with --private, private) tests; exit 1 on a failure."""
-    from pathlib import Path
-
     from codeforest.problems import public_suite
     from codeforest.tools.sandbox import isolation, run
 
     code = Path(args.program).read_text(encoding="utf-8")
     task = task_from_args(args)
-    suites = {"public": public_suite(task.problem)}
+    suites = {"public": (public_suite(task.problem), args.timeout or Context().test_timeout)}
     if args.private:
         if task.private_tests is None:
             raise DatasetError(f"{task.id} has no private tests")
-        suites["private"] = task.private_tests
+        suites["private"] = (task.private_tests, args.timeout or FINAL_TIMEOUT_S)
     report = {"problem_id": task.id, "isolation": isolation(args.backend), "passed": 0, "total": 0, "outcomes": []}
-    for name, suite in suites.items():
-        result = run(code, suite, timeout=args.timeout, backend=args.backend)
+    for name, (suite, timeout) in suites.items():
+        result = run(code, suite, timeout=timeout, backend=args.backend)
         report["passed"] += result.passed
         report["total"] += result.total
         for outcome in result.outcomes:

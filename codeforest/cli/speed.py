@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from rich.console import Console
 
-from codeforest.cli.common import err, positive_int, positive_ints
+from codeforest.cli.common import dataset_label, err, positive_int, positive_ints
 from codeforest.context import Context
 from codeforest.problems import DatasetError, load_dataset
 from codeforest.registry import graph_names
+from codeforest.tools.models import ModelError
 
 
 def register(sub) -> None:
     """Add the bench-sandbox, bench-concurrency and bench-model commands to the ``codeforest`` subparsers."""
     bench_sb = sub.add_parser("bench-sandbox", help="time the sandbox against a bare interpreter")
-    bench_sb.add_argument("--repeat", type=int, default=20)
-    bench_sb.add_argument("--json", action="store_true")
+    bench_sb.add_argument("--repeat", type=positive_int, default=20, help="runs per runner; the median counts "
+                                                                          "(default 20)")
+    bench_sb.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     bench_sb.set_defaults(func=cmd_bench_sandbox)
 
     scale = sub.add_parser("bench-concurrency", help="how graphs scale with a fast endpoint: a scripted one on "
@@ -43,7 +46,8 @@ def register(sub) -> None:
                          help="a setting to compare with the baseline (repeat; default: all)")
     model_b.add_argument("--out", default="runs/bench-model", help="folder for bench-model.json and bench-model.md")
     model_b.add_argument("--record", action="store_true",
-                         help="record calls instead: --graph on --dataset's --problems, written to --calls")
+                         help="record calls instead: --graph on --dataset's --problems, written to --calls "
+                              "(required: the packaged set is not overwritten)")
     model_b.add_argument("--graph", action="append", choices=graph_names(), help="with --record (repeat)")
     model_b.add_argument("--dataset", default="humaneval", help="with --record")
     model_b.add_argument("--problems", help="with --record: comma-separated problem ids")
@@ -69,8 +73,6 @@ def cmd_bench_sandbox(args: argparse.Namespace) -> int:
 
 def cmd_bench_concurrency(args: argparse.Namespace) -> int:
     """Time each graph one problem at a time and N at a time against the scripted endpoint; print the table."""
-    from pathlib import Path
-
     from codeforest.concurrency_bench import bench_concurrency, markdown
 
     graphs = args.graph or ["direct", "codetree", "bester"]
@@ -87,7 +89,7 @@ def cmd_bench_concurrency(args: argparse.Namespace) -> int:
         err.print(f"{r['graph']} {r['mode']} N={r['n']}: {r['wall_s']} s, {r['speedup']}x, "
                   f"{r['calls']} calls, outside model and sandbox {r['outside_share']:.1%}")
 
-    dataset = Path(args.dataset).stem
+    dataset = dataset_label(args.dataset)
     rows = bench_concurrency(graphs, tasks, out, context=context, dataset=dataset, concurrencies=args.concurrency,
                              delay=args.delay, inside=args.inside, on_row=on_row)
     table = markdown(rows)
@@ -98,19 +100,19 @@ def cmd_bench_concurrency(args: argparse.Namespace) -> int:
 
 def cmd_bench_model(args: argparse.Namespace) -> int:
     """Record role calls (--record), or replay them under each server setting and print the table."""
-    from pathlib import Path
-
     from codeforest.bench import select_tasks
     from codeforest.model_bench import PACKAGED_CALLS, SETTINGS, bench_model, markdown, record_calls
     from codeforest.tools.models import resolve_gguf
 
+    if args.record and not (args.graph and args.problems and args.calls):
+        raise ValueError("--record needs --graph, --problems and --calls FILE")
     gguf = resolve_gguf(args.model, progress=err.print)
     if gguf is None:
-        raise ValueError("bench-model measures the embedded server: --model local, small or a .gguf path")
+        raise ModelError("bench-model measures the embedded server: --model local, small or a .gguf path")
     calls = Path(args.calls) if args.calls else PACKAGED_CALLS
+    if not args.record and not calls.is_file():
+        raise DatasetError(f"No recorded calls {calls}: record them with --record --calls {calls}")
     if args.record:
-        if not args.graph or not args.problems:
-            raise ValueError("--record needs --graph and --problems")
         tasks = select_tasks(load_dataset(args.dataset, args.data_dir), problems=args.problems.split(","))
         recorded = record_calls(args.graph, [t.problem for t in tasks], Context(model=args.model), args.per_node,
                                 on_problem=lambda g, p: err.print(f"recorded {g} on {p}"))
