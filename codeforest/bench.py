@@ -67,11 +67,12 @@ def parse_budgets(text: str) -> list[int]:
     """``--token-budget 2000,8000,32k``: positive token counts, largest first (so smaller ones replay the cache)."""
     budgets = []
     for part in filter(None, (p.strip().lower() for p in text.split(","))):
-        scale = 1000 if part.endswith("k") else 1
-        try:
-            value = int(float(part.rstrip("k")) * scale)
-        except ValueError:
-            raise ValueError(f"--token-budget takes comma-separated token counts, not {part!r}") from None
+        count = re.fullmatch(r"(\d+(?:\.\d+)?)(k?)", part)
+        value = count and float(count[1]) * (1000 if count[2] else 1)
+        if not count or value != int(value):
+            raise ValueError(f"--token-budget takes comma-separated whole token counts (32000 or 32k), not "
+                             f"{part!r}")
+        value = int(value)
         if value < 1:
             raise ValueError(f"a token budget must be positive, not {part!r}")
         budgets.append(value)
@@ -208,7 +209,8 @@ class Bench:
         """(graph, task) pairs without a finished record for this model and these settings."""
         settings = {g: result_settings(context_for(g, self.context)) for g in self.graphs}
         done = {(r["graph"], r["problem_id"]) for r in latest_records(read_results(self.out))
-                if r.get("model") == self.model_name and r.get("graph") in settings
+                if r.get("model") == self.model_name and r.get("dataset", self.dataset) == self.dataset
+                and r.get("graph") in settings
                 and (r.get("settings") or {}) == settings[r["graph"]]
                 and (r.get("error") is None or not self.retry_errors)}
         return [(g, t) for g in self.graphs for t in self.tasks if (g, t.id) not in done]
@@ -350,20 +352,22 @@ def tree_programs(nodes: dict) -> int:
 
 
 def latest_records(records: list[dict]) -> list[dict]:
-    """The last record of each (graph and settings, model, problem), in first-seen order (a rerun replaces an
-    error)."""
+    """The last record of each (graph and settings, model, dataset, problem), in first-seen order (a rerun
+    replaces an error)."""
     latest: dict[tuple, dict] = {}
     for record in records:
-        latest[(run_label(record), record.get("model"), record["problem_id"])] = record
+        latest[(run_label(record), record.get("model"), record.get("dataset"), record["problem_id"])] = record
     return list(latest.values())
 
 
-def mean_tokens_of(records: list[dict], graph: str) -> int:
-    """The mean tokens per problem ``graph`` spent at its defaults (no other settings, errors left out): the
-    budget at which plain resampling is set against a search."""
-    runs = [r for r in latest_records(records) if r["graph"] == graph and not r.get("settings") and not r.get("error")]
+def mean_tokens_of(records: list[dict], graph: str, *, model: str | None = None, dataset: str | None = None) -> int:
+    """The mean tokens per problem ``graph`` spent at its defaults (no other settings, errors left out), with
+    ``model`` on ``dataset`` when given: the budget at which plain resampling is set against a search."""
+    runs = [r for r in latest_records(records) if r["graph"] == graph and not r.get("settings") and not r.get("error")
+            and model in (None, r.get("model")) and dataset in (None, r.get("dataset", dataset))]
     if not runs:
-        raise ValueError(f"no finished {graph} run at its defaults in these results: bench it first")
+        with_model = f" with model {model}" if model else ""
+        raise ValueError(f"no finished {graph} run at its defaults{with_model} in these results: bench it first")
     return round(sum(tokens_spent(r) for r in runs) / len(runs))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 from codeforest.bench import latest_records, read_results, run_label
@@ -25,7 +26,8 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, flo
 def summarize(records: list[dict]) -> list[dict]:
     """One row per (graph, model): pass@1 and its interval, mean pass rate, tokens and calls. A graph run with
     other settings (an ablation) is its own row, its ``graph`` the run label, e.g. ``rethink_mcts
-    rethink_rethink=false``."""
+    rethink_rethink=false``. A problem whose graph raised counts as failed; its cost, lost with the exception,
+    is left out of the means of tokens, calls and wall time."""
     groups: dict[tuple, list[dict]] = {}
     for record in latest_records(records):
         groups.setdefault((run_label(record), record.get("model")), []).append(record)
@@ -34,16 +36,17 @@ def summarize(records: list[dict]) -> list[dict]:
         n = len(group)
         solved = sum(bool(r.get("private_passed")) for r in group)
         tokens = sum(tokens_spent(r) for r in group)
+        costed = max(1, sum(1 for r in group if not r.get("traceback")))  # a raised graph's record holds no cost
         low, high = wilson_interval(solved, n)
         counted = [r for r in group if "public_passing_programs" in r and (r.get("tree_programs") or r.get("programs"))]
         rows.append({
             "graph": graph, "model": model, "problems": n, "solved": solved,
             "pass_at_1": solved / n, "ci_low": low, "ci_high": high,
             "mean_pass_rate": sum(r.get("private_pass_rate") or 0.0 for r in group) / n,
-            "mean_tokens": tokens / n,
-            "mean_calls": sum(r.get("llm_calls", 0) for r in group) / n,
+            "mean_tokens": tokens / costed,
+            "mean_calls": sum(r.get("llm_calls", 0) for r in group) / costed,
             "tokens_per_solved": tokens / solved if solved else None,
-            "mean_wall_s": sum(r.get("wall_s", 0) for r in group) / n,
+            "mean_wall_s": sum(r.get("wall_s", 0) for r in group if not r.get("traceback")) / costed,
             # RethinkMCTS Table 3: the share of the tree's programs passing every public test, a rethought
             # node counted with its new program (None for records written before it was recorded)
             "public_pass_share": (sum(r["public_passing_programs"] for r in counted) /
@@ -181,11 +184,19 @@ def plain_resample(record: dict) -> bool:
             and settings.get("min_candidates", 1) == 1)
 
 
+def run_namer(latest: list[dict]) -> Callable[[dict], str]:
+    """How the report names a record's run: its label, followed by its model when the results hold several."""
+    if len({r.get("model") for r in latest}) > 1:
+        return lambda record: f"{run_label(record)} ({record.get('model')})"
+    return run_label
+
+
 def pairwise(latest: list[dict], graph: str, base: str, *, finals: bool = False) -> str:
-    """One line: the problems ``graph`` solves that ``base`` fails and the reverse, over the problems both ran;
-    with ``finals``, also those on which it returned another final program (what a setting changed beyond the
-    verdicts)."""
-    by_key = {(run_label(r), r["problem_id"]): r for r in latest}
+    """One line: the problems ``graph`` solves that ``base`` fails and the reverse, over the problems both ran
+    (runs named by ``run_namer``); with ``finals``, also those on which it returned another final program (what a
+    setting changed beyond the verdicts)."""
+    name = run_namer(latest)
+    by_key = {(name(r), r["problem_id"]): r for r in latest}
     problems = list(dict.fromkeys(r["problem_id"] for r in latest))
     common = [p for p in problems if (base, p) in by_key and (graph, p) in by_key]
     solved = {g: {p for p in common if by_key[g, p].get("private_passed")} for g in (graph, base)}
@@ -211,8 +222,10 @@ def against_resampling(latest: list[dict], rows: list[dict]) -> list[str]:
     problems). Runs cheaper than every resampling run are left out; of two bases at equal tokens, the one whose
     records come first."""
     runs: dict[tuple, dict[str, dict]] = {}
+    name = run_namer(latest)
     for record in latest:
         runs.setdefault((run_label(record), record.get("model")), {})[record["problem_id"]] = record
+    names = {key: name(next(iter(problems.values()))) for key, problems in runs.items()}
     plain = [key for key in runs if any(plain_resample(r) for r in runs[key].values())]  # ordered: ties stay put
 
     def on(key: tuple, common: list[str]) -> tuple[float, float]:  # tokens per problem, pass@1
@@ -231,11 +244,11 @@ def against_resampling(latest: list[dict], rows: list[dict]) -> list[str]:
                 continue
             (tokens, passed), (base_tokens, base_passed) = on(key, common), on(base, common)
             if base_tokens <= tokens and (best is None or base_tokens > best[3]):
-                best = (base[0], tokens, passed, base_tokens, base_passed)
+                best = (base, tokens, passed, base_tokens, base_passed)
         if best:
             base, tokens, passed, base_tokens, base_passed = best
-            lines.append(f"{pairwise(latest, key[0], base)}; on them pass@1 {100 * passed:.1f} at {tokens:,.0f} "
-                         f"tokens/problem against {100 * base_passed:.1f} at {base_tokens:,.0f}")
+            lines.append(f"{pairwise(latest, names[key], names[base])}; on them pass@1 {100 * passed:.1f} at "
+                         f"{tokens:,.0f} tokens/problem against {100 * base_passed:.1f} at {base_tokens:,.0f}")
     return lines
 
 
@@ -250,9 +263,10 @@ def markdown(records: list[dict]) -> str:
     solved: small samples are compared pairwise."""
     latest = latest_records(records)
     rows = summarize(latest)
-    graphs = list(dict.fromkeys(run_label(r) for r in latest))
+    name = run_namer(latest)
+    graphs = list(dict.fromkeys(name(r) for r in latest))
     problems = list(dict.fromkeys(r["problem_id"] for r in latest))
-    by_key = {(run_label(r), r["problem_id"]): r for r in latest}
+    by_key = {(name(r), r["problem_id"]): r for r in latest}
 
     def cell(record: dict | None) -> str:
         if record is None:
@@ -267,7 +281,7 @@ def markdown(records: list[dict]) -> str:
 
     parts += ["## Public-passing finals and selectors", _table(SELECTION_COLUMNS,
                                                               [selection_cells(r) for r in selection_rows(latest)])]
-    graph_of = {run_label(r): r["graph"] for r in latest}
+    graph_of = {name(r): name({**r, "settings": {}}) for r in latest}  # a run's name at its graph's defaults
 
     def against(g: str, base: str) -> str:  # an ablation also says where its final program changed
         return pairwise(latest, g, base, finals=graph_of[g] == base != g)

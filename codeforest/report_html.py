@@ -20,6 +20,7 @@ from codeforest.report import (
     SUMMARY_COLUMNS,
     against_resampling,
     report,
+    run_namer,
     selection_cells,
     selection_rows,
     summary_cells,
@@ -129,9 +130,10 @@ def html_report(out_dir: str | Path) -> Path:
         raise ValueError(f"No results in {out}")
     latest = latest_records(read_results(out))
     against = against_resampling(latest, rows)
-    graphs = list(dict.fromkeys(run_label(r) for r in latest))
+    name = run_namer(latest)
+    graphs = list(dict.fromkeys(name(r) for r in latest))
     problems = list(dict.fromkeys(r["problem_id"] for r in latest))
-    by_key = {(run_label(r), r["problem_id"]): r for r in latest}
+    by_key = {(name(r), r["problem_id"]): r for r in latest}
 
     def outcome(graph: str, problem: str) -> str:
         record = by_key.get((graph, problem))
@@ -146,7 +148,7 @@ def html_report(out_dir: str | Path) -> Path:
     plot = base64.b64encode(Path(plot_path).read_bytes()).decode() if plot_path else ""
     trees = []
     for (graph, problem), record in by_key.items():
-        path = tree_path(out, graph, problem)
+        path = tree_path(out, run_label(record), problem)
         nodes = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
         anchor = _safe_name(f"{graph}-{problem}")
         verdict = "error" if record.get("error") else "pass" if record.get("private_passed") else "fail"

@@ -479,6 +479,9 @@ def test_tokens_of_runs_at_another_graphs_mean_tokens(tmp_path, capsys):
                                        "error": "boom"})
     append_record(tmp_path / RESULTS, {**base, "graph": "direct", "problem_id": "HumanEval/0", "prompt_tokens": 900,
                                        "settings": {"temperature": 0.5}})
+    for other in ({"model": "another"}, {"dataset": "mbpp500"}):  # another model's run, another dataset's
+        append_record(tmp_path / RESULTS, {**base, "graph": "direct", "problem_id": "HumanEval/3",
+                                           "prompt_tokens": 5000, **other})
     api = FakeOpenAI([], respond=lambda body: "```python\ndef f():\n    return None\n```")
     try:
         assert main(["bench", "--graph", "resample", "--dataset", "humaneval", "--limit", "1", "--model", "fake",
@@ -497,8 +500,9 @@ def test_parse_budgets():
     from codeforest.bench import parse_budgets
 
     assert parse_budgets("2000, 32k,8000,2000") == [32000, 8000, 2000]
-    for bad in ("", "abc", "0"):
-        with pytest.raises(ValueError):
+    assert parse_budgets("1.5k") == [1500]
+    for bad in ("", "abc", "0", "1.7", "32kk", "inf", "-5"):
+        with pytest.raises(ValueError, match="token"):
             parse_budgets(bad)
 
 
@@ -614,3 +618,47 @@ def test_curves_put_each_series_points_in_token_order():
     assert set(found) == {("resample", "m"), ("direct", "m"), ("resample", "k"), ("tree", "m")}
     assert [r["graph"] for r in found[("resample", "k")] + found[("tree", "m")]] == [
         "resample token_budget=1000", "tree"]
+
+
+def test_a_folder_with_two_models_compares_each_run_with_its_own_models_records():
+    """The same graphs under two models: the lines name the model and read that model's verdicts only."""
+    from codeforest.report import markdown
+
+    def run(graph, settings, model, tokens, solved):
+        return [{**r, "model": model} for r in _plain_records(graph, settings, tokens, solved)]
+
+    records = (run("resample", {}, "small", 1000, {0, 1}) + run("tree", {}, "small", 4000, {0})
+               + run("resample", {}, "big", 1000, set()) + run("tree", {}, "big", 4000, {2}))
+    md = markdown(records)
+    resampling = md.split("## Against plain resampling at no more tokens\n\n")[1].split("\n\n")[0].splitlines()
+    assert resampling == [
+        "- tree (big) vs resample (big) on the 3 problems both ran: solves 1 that resample (big) fails (P/2), fails 0 "
+        "that resample (big) solves (none); on them pass@1 33.3 at 4,000 tokens/problem against 0.0 at 1,000",
+        "- tree (small) vs resample (small) on the 3 problems both ran: solves 0 that resample (small) fails (none), "
+        "fails 1 that resample (small) solves (P/1); on them pass@1 33.3 at 4,000 tokens/problem against 66.7 at "
+        "1,000"]
+    assert "| problem | resample (small) | tree (small) | resample (big) | tree (big) |" in md
+
+
+def test_a_run_of_another_dataset_in_the_folder_is_not_taken_as_done(tmp_path):
+    """Problem ids can repeat across datasets (APPS splits): a finished record of another dataset leaves the
+    problem pending."""
+    from codeforest.bench import RESULTS, append_record
+
+    task = load_dataset("humaneval")[0]
+    record = {"graph": "direct", "model": "fake", "settings": {}, "error": None, "problem_id": task.id}
+    append_record(tmp_path / RESULTS, {**record, "dataset": "other_split"})
+    bench = Bench(["direct"], [task], tmp_path, context=Context(model="fake"), dataset="humaneval")
+    assert [t.id for _, t in bench.pending()] == [task.id]
+    append_record(tmp_path / RESULTS, {**record, "dataset": "humaneval"})
+    assert bench.pending() == []
+
+
+def test_a_raised_graphs_lost_cost_is_left_out_of_the_cost_means():
+    """An exception record counts as failed but, holding no cost, does not pull tokens and calls a problem down."""
+    records = _plain_records("tree", {}, 4000, {0}, problems=2)
+    records.append({**records[0], "problem_id": "P/2", "private_passed": False, "prompt_tokens": 0, "llm_calls": 0,
+                    "error": "KeyError: 'x'", "traceback": "Traceback ..."})
+    row = summarize(records)[0]
+    assert (row["problems"], row["solved"], row["errors"]) == (3, 1, 1)
+    assert row["mean_tokens"] == 4000 and row["tokens_per_solved"] == 8000

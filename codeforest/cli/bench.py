@@ -80,7 +80,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     dataset = dataset_label(args.dataset)
     out = Path(args.out or f"runs/{dataset}-{model_label(context.model)}")
     if args.tokens_of:  # --tokens-of and --token-budget exclude each other
-        budgets = [mean_tokens_of(read_results(out), args.tokens_of)]
+        budgets = [mean_tokens_of(read_results(out), args.tokens_of, model=context.model, dataset=dataset)]
         err.print(f"{args.tokens_of} spent {budgets[0]:,} tokens a problem in {out}: the token budget")
     else:
         budgets = parse_budgets(args.token_budget) if args.token_budget else [context.token_budget]
