@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import importlib
+import os
+from collections.abc import Mapping
 from types import ModuleType
 
-from codeforest.context import Context
+from codeforest.context import ENV_PREFIX, Context
 
 GRAPHS = {
     "direct": "codeforest.graphs.direct",
@@ -18,6 +20,20 @@ GRAPHS = {
     "resample": "codeforest.graphs.resample",
     "reflexion": "codeforest.graphs.reflexion",
 }
+
+
+# variables read outside any context: the data folder, the model cache, the llama.cpp settings, the bwrap choice
+STANDALONE_ENV = frozenset({"CODEFOREST_DATA", "CODEFOREST_CACHE", "CODEFOREST_LLAMA_SETTINGS", "CODEFOREST_BWRAP"})
+
+
+def unknown_env_settings(environ: Mapping[str, str] = os.environ) -> list[str]:
+    """The ``CODEFOREST_*`` variables that name no setting of any graph (a misspelt one is otherwise ignored)."""
+    shared = {ENV_PREFIX + field.upper() for field in Context.model_fields}
+    rest = [name for name in environ if name.startswith(ENV_PREFIX) and name not in STANDALONE_ENV | shared]
+    if not rest:  # the common case needs no graph module imported
+        return []
+    known = {ENV_PREFIX + field.upper() for graph in GRAPHS for field in graph_module(graph).CONTEXT.model_fields}
+    return sorted(name for name in rest if name not in known)
 
 
 def graph_names() -> list[str]:

@@ -90,6 +90,10 @@ def check_prompts_dir(prompts_dir: str | Path) -> list[str]:
         raise PromptError(f"Prompts folder {folder} does not exist")
     names = sorted(file.stem for file in folder.glob("*.yaml"))
     for name in names:
+        if not _has_packaged(name):  # no role asks for it: a misspelt name would silently leave the packaged one
+            packaged = sorted(f.name[:-5] for f in resources.files(__name__).iterdir() if f.name.endswith(".yaml"))
+            raise PromptError(f"{folder / name}.yaml replaces no prompt (nothing would read it); the prompt files "
+                              f"are named {', '.join(packaged)}")
         load_prompt(name, folder)
     return names
 

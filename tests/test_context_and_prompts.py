@@ -175,3 +175,28 @@ def test_a_server_run_is_sent_every_setting_that_can_change_its_result(monkeypat
     assert "cache_path" not in sent and "request_timeout" not in sent  # local, and operational at its default
     monkeypatch.setenv("CODEFOREST_TEMPERATURE", "0.8")  # the server's environment: what was sent wins there
     assert CONTEXTS["rethink_mcts"](**sent).temperature == 0.0
+
+
+def test_a_misspelt_prompt_file_is_refused_rather_than_silently_unused(tmp_path):
+    from codeforest.prompts import check_prompts_dir
+
+    (tmp_path / "solver.yaml").write_text("inputs: [problem]\ntemplates:\n  user: 'Solve {problem}'\n")
+    assert check_prompts_dir(tmp_path) == ["solver"]
+    (tmp_path / "solvr.yaml").write_text("inputs: [problem]\ntemplates:\n  user: 'Solve {problem}'\n")
+    with pytest.raises(PromptError, match=r"solvr.yaml replaces no prompt .* named .*solver, "):
+        check_prompts_dir(tmp_path)
+
+
+def test_a_codeforest_variable_that_names_no_setting_is_found(capsys, monkeypatch, tmp_path):
+    from codeforest.cli import main
+    from codeforest.registry import unknown_env_settings
+
+    assert unknown_env_settings({"CODEFOREST_MODEL": "small", "CODEFOREST_GVR_ROLLOUTS": "3", "PATH": "/bin",
+                                 "CODEFOREST_DATA": "/d", "CODEFOREST_VERIFIER_URL": "http://x"}) == []
+    assert unknown_env_settings({"CODEFOREST_CODETREE_ORDR": "bfs", "CODEFOREST_RPM_KB": "false"}) == [
+        "CODEFOREST_CODETREE_ORDR"]
+    monkeypatch.setenv("CODEFOREST_CODETREE_ORDR", "secret-value")
+    assert main(["report", str(tmp_path)]) == 2  # an empty folder: the note comes first all the same
+    err = capsys.readouterr().err
+    assert "CODEFOREST_CODETREE_ORDR names no setting of any graph and is ignored" in err
+    assert "secret-value" not in err

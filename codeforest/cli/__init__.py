@@ -12,6 +12,7 @@ from codeforest.cli import bench, kb, prm, serve, solve, speed
 from codeforest.cli.common import err
 from codeforest.problems import DatasetError
 from codeforest.prompts import PromptError
+from codeforest.registry import unknown_env_settings
 from codeforest.tools.knowledge import KnowledgeError
 from codeforest.tools.models import ModelError, redact
 from codeforest.tools.sandbox_e2b import SandboxServiceError
@@ -26,6 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
+    for name in unknown_env_settings():  # the name only: a value may be a secret
+        err.print(f"[yellow]note:[/yellow] {name} names no setting of any graph and is ignored (the settings: the "
+                  "README's Configuration)")
     try:
         return args.func(args)
     except (DatasetError, ModelError, ModelFault, PromptError, SandboxServiceError, FolderBusy, KnowledgeError,
