@@ -124,7 +124,7 @@ def test_bench_sandbox_reports_each_runner_against_bare_python(capsys):
     report = json.loads(capsys.readouterr().out)
     runners = [row["runner"] for row in report["rows"]]
     assert runners == ["bare python -c", "sandbox, rlimits only", "sandbox, bwrap + rlimits"]
-    assert report["rows"][0]["ratio"] == 1.0 and all(row["median_ms"] > 0 for row in report["rows"])
+    assert all(row["median_ms"] > 0 for row in report["rows"])
 
 
 def test_check_on_e2b_without_a_key_is_one_clear_line(capsys, tmp_path, monkeypatch):

@@ -97,12 +97,17 @@ def test_network_is_unreachable(sandbox):
 
 
 def test_secrets_are_not_in_the_environment(sandbox):
-    program = ("import os\ndef f():\n    seen = dict(os.environ)\n"
+    """The search runs inside the sandbox, so no cut of its shown result hides a find: neither the program's
+    environment nor any environment it can read under /proc holds the key, while a value it puts in its own
+    environment is found (the search can find one)."""
+    program = ("import os\ndef f():\n    os.environ['PROBE'] = 'sk-hostile-probe'\n"
+               "    found = [f'env:{k}' for k, v in os.environ.items() if 'sk-hostile' in v]\n"
                "    for pid in os.listdir('/proc'):\n"
-               "        try:\n            seen[pid] = open(f'/proc/{pid}/environ', 'rb').read().decode('latin1')\n"
-               "        except OSError:\n            pass\n    return repr(seen)\n")
-    result = run(sandbox, program, ["assert f() == ''"])
-    assert result.outcomes[0].actual and SECRET not in result.outcomes[0].actual
+               "        try:\n            text = open(f'/proc/{pid}/environ', 'rb').read().decode('latin1')\n"
+               "        except OSError:\n            continue\n"
+               "        if 'sk-hostile' in text:\n            found.append(f'proc:{pid}')\n    return found\n")
+    result = run(sandbox, program, ["assert f() == ['env:PROBE']"])
+    assert result.outcomes[0].passed, result.outcomes[0].actual
 
 
 def test_cannot_write_home_or_outside_tmp(sandbox, tmp_path):

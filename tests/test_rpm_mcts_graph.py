@@ -11,6 +11,7 @@ import pytest
 from codeforest.graphs.rpm_mcts import (
     RpmContext,
     backed_up,
+    best_child,
     build_graph,
     final_choice,
     initial_value,
@@ -213,8 +214,12 @@ def test_selection_values_and_backup_by_hand():
     assert final_choice(passing, "paper") == final_choice(passing, "released") == "a"  # a passing roll-out first
     assert final_choice(nodes, "released") == "b"  # the highest-valued step
     assert final_choice(nodes, "paper") == "c"  # the paper: the highest-valued leaf
-    rng = random.Random(0)
-    assert {rng.choice(["x", "y"]) for _ in range(20)} == {"x", "y"}  # ties are random, seeded per rollout
+    tied = {"root": {"id": "root", "parent": None, "visits": 4, "order": 0},
+            **{k: {"id": k, "parent": "root", "value": v, "visits": 1, "order": i}
+               for i, (k, v) in enumerate((("x", 5.0), ("y", 5.0), ("z", 1.0)), 1)}}
+    picks = [best_child(tied, "root", paper, random.Random(seed)) for seed in range(20)]
+    assert set(picks) == {"x", "y"}  # ties are random, seeded per rollout; never the lower-scored z
+    assert picks == [best_child(tied, "root", paper, random.Random(seed)) for seed in range(20)]
 
 
 @pytest.mark.parametrize("selection, llm, n1_value, expanded_second", [

@@ -80,7 +80,7 @@ def test_program_prints_do_not_corrupt_results():
 def test_no_process_left_behind():
     program = "import subprocess\ndef spawn():\n    subprocess.Popen(['sleep', '30'])\n    return 1\n"
     before = _sleepers()
-    run(program, TestSuite.function(["assert spawn() == 1"], "spawn"))
+    assert run(program, TestSuite.function(["assert spawn() == 1"], "spawn")).outcomes[0].passed  # it did spawn
     deadline = time.monotonic() + 5  # SIGKILL was sent; give the kernel a moment to finish the kill
     while _sleepers() > before and time.monotonic() < deadline:
         time.sleep(0.05)
