@@ -26,8 +26,8 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, flo
 def summarize(records: list[dict]) -> list[dict]:
     """One row per (graph, model): pass@1 and its interval, mean pass rate, tokens and calls. A graph run with
     other settings (an ablation) is its own row, its ``graph`` the run label, e.g. ``rethink_mcts
-    rethink_rethink=false``. A problem whose graph raised counts as failed; its cost, lost with the exception,
-    is left out of the means of tokens, calls and wall time."""
+    rethink_rethink=false``. A problem whose graph raised counts as failed; its model cost, lost with the
+    exception, is left out of the means of tokens and calls."""
     groups: dict[tuple, list[dict]] = {}
     for record in latest_records(records):
         groups.setdefault((run_label(record), record.get("model")), []).append(record)
@@ -46,7 +46,7 @@ def summarize(records: list[dict]) -> list[dict]:
             "mean_tokens": tokens / costed,
             "mean_calls": sum(r.get("llm_calls", 0) for r in group) / costed,
             "tokens_per_solved": tokens / solved if solved else None,
-            "mean_wall_s": sum(r.get("wall_s", 0) for r in group if not r.get("traceback")) / costed,
+            "mean_wall_s": sum(r.get("wall_s", 0) for r in group) / n,
             # RethinkMCTS Table 3: the share of the tree's programs passing every public test, a rethought
             # node counted with its new program (None for records written before it was recorded)
             "public_pass_share": (sum(r["public_passing_programs"] for r in counted) /
