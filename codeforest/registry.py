@@ -28,8 +28,8 @@ STANDALONE_ENV = frozenset({"CODEFOREST_DATA", "CODEFOREST_CACHE", "CODEFOREST_L
 
 def unknown_env_settings(environ: Mapping[str, str] = os.environ) -> list[str]:
     """The ``CODEFOREST_*`` variables that name no setting of any graph (a misspelt one is otherwise ignored)."""
-    shared = {ENV_PREFIX + field.upper() for field in Context.model_fields}
-    rest = [name for name in environ if name.startswith(ENV_PREFIX) and name not in STANDALONE_ENV | shared]
+    shared = STANDALONE_ENV | {ENV_PREFIX + field.upper() for field in Context.model_fields}
+    rest = [name for name in environ if name.startswith(ENV_PREFIX) and name not in shared]
     if not rest:  # the common case needs no graph module imported
         return []
     known = {ENV_PREFIX + field.upper() for graph in GRAPHS for field in graph_module(graph).CONTEXT.model_fields}
