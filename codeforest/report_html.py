@@ -13,7 +13,7 @@ import html
 import json
 from pathlib import Path
 
-from codeforest.bench import _safe_name, latest_records, read_results, run_label, tree_path
+from codeforest.bench import _safe_name, latest_records, read_results, tree_path
 from codeforest.graphs.state import tokens_spent
 from codeforest.report import (
     SELECTION_COLUMNS,
@@ -148,7 +148,7 @@ def html_report(out_dir: str | Path) -> Path:
     plot = base64.b64encode(Path(plot_path).read_bytes()).decode() if plot_path else ""
     trees = []
     for (graph, problem), record in by_key.items():
-        path = tree_path(out, run_label(record), problem)
+        path = tree_path(out, record)
         nodes = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
         anchor = _safe_name(f"{graph}-{problem}")
         verdict = "error" if record.get("error") else "pass" if record.get("private_passed") else "fail"

@@ -5,7 +5,7 @@
 # continues. Model runs go one after another: two servers at once on 2 cores are slower than in turn. Inside a
 # step, 4 problems run at once on one server with 4 slots (since session 12): batched decoding gave 1.8x the tokens
 # per second of one stream here (27.9 against 15.2 with 4 streams; 26.7 with 8), and every call keeps its
-# 8192-token context.
+# 8192-token context. QUEUE_CONCURRENCY=N sets another number (not CODEFOREST_...: that prefix is codeforest's own).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/codeforest ] && PATH="$PWD/.venv/bin:$PATH"
@@ -15,7 +15,7 @@ AI="measurements/apps-intro-1.5b"
 # --request-timeout 1800: with 4 long requests on 2 cores one call took over 600 s (the default) three times running
 # (HumanEval/26 under rethink_mcts, session 13); --retry-errors reruns such a problem on the next pass
 bench() { echo "== $(date -u +%FT%TZ) $*"; codeforest bench --model local --cache --seed 5 --sample 20 \
-    --concurrency "${CODEFOREST_QUEUE_CONCURRENCY:-4}" --request-timeout 1800 --retry-errors "$@"; }
+    --concurrency "${QUEUE_CONCURRENCY:-4}" --request-timeout 1800 --retry-errors "$@"; }
 
 # plain resampling given a graph's mean tokens per problem at its defaults (as many samples as fit): the comparison
 # every search method must win

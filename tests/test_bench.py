@@ -28,6 +28,7 @@ from codeforest.bench import (
     result_settings,
     run_label,
     select_tasks,
+    tree_path,
     tree_programs,
     write_samples,
 )
@@ -59,7 +60,7 @@ def canonical_solution(task) -> str:
     return rec["prompt"] + rec["canonical_solution"]
 
 
-def reference_answers(tasks, wrong=()):
+def reference_answers(tasks, wrong=(), model_class=RespondingChatModel):
     """A model that answers each problem with its reference solution (or a wrong one for ids in ``wrong``)."""
     by_prompt = {t.problem["prompt"]: t for t in tasks}
     canonical = {t.id: canonical_solution(t) for t in tasks}
@@ -70,7 +71,7 @@ def reference_answers(tasks, wrong=()):
             return f"```python\ndef {task.problem['entry_point']}(*args):\n    return None\n```"
         return f"```python\n{canonical[task.id]}\n```"
 
-    return RespondingChatModel(respond=respond)
+    return model_class(respond=respond)
 
 
 def test_select_tasks():
@@ -147,7 +148,8 @@ def test_records_errors_resume_and_retry(tmp_path):
     assert "endpoint fell over" in records["HumanEval/0"]["error"] and records["HumanEval/0"]["private_passed"] is False
     assert records["HumanEval/1"]["private_passed"] is True and records["HumanEval/1"]["llm_calls"] == 1
     assert records["HumanEval/1"]["tree_programs"] == records["HumanEval/1"]["public_passing_programs"] == 1
-    assert (tmp_path / "trees" / "direct" / "HumanEval_1.json").is_file()
+    assert records["HumanEval/1"]["tree"] == "trees/direct/RespondingChatModel/humaneval/HumanEval_1.json"
+    assert (tmp_path / records["HumanEval/1"]["tree"]).is_file()
 
     calls = len(model.calls)
     again = Bench(["direct"], tasks, tmp_path, context=Context(), dataset="humaneval", model=model).run()
@@ -205,6 +207,31 @@ def test_a_log_file_hears_what_is_in_flight_while_nothing_finishes(capsys):
     assert "in flight" not in capsys.readouterr().err
 
 
+def test_two_models_in_one_folder_keep_their_own_trees(tmp_path):
+    """A second model's run of the same graph and problem does not overwrite the first one's tree or samples; a record
+    written before trees were filed by model still finds its tree where it was kept."""
+    class Small(RespondingChatModel):
+        pass
+
+    class Large(RespondingChatModel):
+        pass
+
+    tasks = load_dataset("humaneval")[:1]
+    for model_class, wrong in ((Small, {"HumanEval/0"}), (Large, ())):
+        Bench(["direct"], tasks, tmp_path, context=Context(), dataset="humaneval",
+              model=reference_answers(tasks, wrong=wrong, model_class=model_class)).run()
+    records = {r["model"]: r for r in latest_records(read_results(tmp_path))}
+    codes = {m: [n["code"] for n in json.loads(tree_path(tmp_path, r).read_text()).values()]
+             for m, r in records.items()}
+    assert codes["Small"] != codes["Large"] and records["Small"]["private_passed"] is False
+    assert records["Large"]["private_passed"] is True
+    samples = {p.name: [json.loads(line) for line in p.open()] for p in write_samples(tmp_path)}
+    assert samples.keys() == {"samples-direct_Small.jsonl", "samples-direct_Large.jsonl"}
+    assert [s["completion"] for s in samples["samples-direct_Large.jsonl"]] == [records["Large"]["final_code"]]
+    old = {k: v for k, v in records["Large"].items() if k != "tree"}
+    assert tree_path(tmp_path, old) == tmp_path / "trees" / "direct" / "HumanEval_0.json"
+
+
 def test_runs_with_other_settings_are_kept_apart(tmp_path):
     """An ablation written into the same folder: its own records, trees, samples and report row; resume
     skips only what was run with the same settings; the endpoint URL is never written."""
@@ -223,8 +250,9 @@ def test_runs_with_other_settings_are_kept_apart(tmp_path):
     assert "secret" not in (tmp_path / "results.jsonl").read_text()
     label = "direct max_tokens=512"
     assert sorted(run_label(r) for r in latest_records(read_results(tmp_path))) == ["direct"] * 2 + [label] * 2
-    assert (tmp_path / "trees" / "direct" / "HumanEval_0.json").is_file()
-    assert (tmp_path / "trees" / "direct_max_tokens_512" / "HumanEval_0.json").is_file()
+    assert sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "trees").rglob("HumanEval_0.json")) == [
+        "trees/direct/RespondingChatModel/humaneval/HumanEval_0.json",
+        "trees/direct_max_tokens_512/RespondingChatModel/humaneval/HumanEval_0.json"]
     assert sorted(p.name for p in write_samples(tmp_path)) == [
         "samples-direct.jsonl", "samples-direct_max_tokens_512.jsonl"]
     rows = {r["graph"]: r for r in summarize(read_results(tmp_path))}

@@ -133,7 +133,8 @@ def test_bench_records_a_model_error_with_its_tree_and_cost_and_retries_it(tmp_p
         (record,) = read_results(out)
         assert record["error"].startswith("model_error: ") and record["stop_reason"] == "model_error"
         assert record["llm_calls"] == 3 and record["tree_programs"] >= 1 and record["final_code"]
-        (tree,) = out.glob("trees/codetree*/Mine_1.json")  # the folder is named by the run's settings
+        (tree,) = out.glob("trees/codetree*/fake/mine/Mine_1.json")  # the folder is named by the run's settings
+        assert tree == out / record["tree"]
         assert json.loads(tree.read_text()) == {i: n for i, n in json.loads(tree.read_text()).items() if n}
         Bench(["codetree"], tasks, out, dataset="mine", retry_errors=True, context=context_for(
             "codetree", base_url=healthy.url, model="fake", structured_output=False,

@@ -51,7 +51,7 @@ def test_page_loads_without_errors_and_draws_every_tree(fixture_run):
     page = fixture_run / "report.html"
     text = page.read_text()
     assert "http://" not in text and "https://" not in text  # self-contained: nothing is fetched
-    trees = {p.parent.name + "/" + p.name: json.loads(p.read_text()) for p in (fixture_run / "trees").glob("*/*")}
+    trees = {str(p): json.loads(p.read_text()) for p in (fixture_run / "trees").rglob("*.json")}
     driver = chromium_driver()
     try:
         driver.get(page.as_uri())

@@ -32,7 +32,7 @@ def main(folder: str, dataset: str) -> None:
             label = run_label(record)
             if "selection" not in record or (label, record["problem_id"]) in done:
                 continue
-            tree = json.loads(tree_path(out, label, record["problem_id"]).read_text())
+            tree = json.loads(tree_path(out, record).read_text())
             among = choosable(distinct_programs({"nodes": tree}))
             right = [n["id"] for n in among if score_private(tasks[record["problem_id"]], n["code"]).passed]
             row = {"label": label, "problem_id": record["problem_id"], "candidates": len(among),
