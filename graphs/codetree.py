@@ -71,7 +71,8 @@ class CodeTreeContext(VerifierContext):
         "code does, and reaches the Debugger only through the Thinker's reflection."))
     codetree_evaluator: Literal["critic", "verifier"] = Field(default="critic", description=(
         "Who judges a node: the Critic (the paper), or the Verifier (CodePRM) scoring the node's strategy and "
-        "reflections: a visible pass is accepted when no step is flagged below θ, a failure scores "
+        "reflections: a visible pass is accepted when no step is flagged (at or below θ under "
+        "verifier_threshold_rule=le, below it under lt) or the reply cannot be read; a failure scores "
         "round(5 · mean step score)."))
 
 

@@ -279,7 +279,8 @@ def rethink_leaf(state: RolloutState, runtime: Runtime[RethinkContext], model: B
         shown = thoughts_state(state["problem"]["prompt"], thoughts)
         positions, scores, cost = kit.flawed_thoughts("locate_min", context, llm, state["problem"]["prompt"],
                                                       thoughts, node["code"], node.get("prm_feedback", feedback),
-                                                      shown=shown, key=leaf)
+                                                      shown=shown,
+                                                      key=f"{state['problem']['id']}:{leaf}:{node.get('rethinks', 0)}")
         costs.append(cost)
         target = ids[positions[0]] if positions else leaf
         kit.emit("verified", node=leaf, scores=[round(s, 3) for s in scores or []], flagged=[target])

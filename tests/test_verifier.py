@@ -284,3 +284,24 @@ def test_structured_verifier_decodes_the_prompts_own_format():
     assert schema["required"] == ["1-Thought", "2-Thought"] and set(schema["properties"]) == {"1-Thought", "2-Thought"}
     prompt = body["messages"][-1]["content"]
     assert "`i-Thought`" in prompt and "Answer with a JSON object" not in prompt
+
+
+def test_rethink_localisation_from_an_unreadable_reply_draws_by_problem_leaf_and_rethink(monkeypatch):
+    """An unreadable Verifier reply under ``rethink_locate=verifier`` flags from random scores keyed by the
+    problem, the leaf and its rethink count: two problems sharing leaf ids do not draw alike."""
+    keys = []
+    original = rethink_mcts.kit.flawed_thoughts
+
+    def spy(*args, key, **kwargs):
+        keys.append(key)
+        return original(*args, key=key, **kwargs)
+
+    monkeypatch.setattr(rethink_mcts.kit, "flawed_thoughts", spy)
+    respond = rethink_respond(["not a score", "still not", '{"1-Thought": 0.8, "2-Thought": 1.0}'], [])
+    context = rethink_mcts.RethinkContext(structured_output=False, rethink_width=1, rethink_rollouts=2,
+                                          rethink_block_info=False, rethink_evaluator="verifier",
+                                          rethink_locate="verifier")
+    out = rethink_mcts.build_graph(model=RespondingChatModel(respond=respond)).invoke({"problem": PROBLEM},
+                                                                                      context=context)
+    assert out["cost"]["parse_failures"] >= 2
+    assert keys[:2] == ["T/inc:n1:0", "T/inc:n2:0"]
