@@ -16,6 +16,7 @@ a ``{"type": "problem", ...}`` line: the file says which problems it covers, and
 
 from __future__ import annotations
 
+import json
 import logging
 import statistics
 import time
@@ -23,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from codeforest.api import solve
+from codeforest.bench import result_settings
 from codeforest.context import Context
 from codeforest.graphs import search
 from codeforest.graphs.state import tokens_spent
@@ -30,12 +32,14 @@ from codeforest.jsonl import append_records, read_records
 from codeforest.problems import Task
 from codeforest.registry import context_for
 from codeforest.scoring import held_out, private_test_count, score_private
+from codeforest.tools.models import redact
 from codeforest.tools.prm import prm_input, prm_steps
 
 log = logging.getLogger("codeforest.prm_data")
-FORMAT = "codeforest-prm/4"  # 2: thoughts numbered "i-Thought: ..." in `process` and `input`; 3: labels from
+FORMAT = "codeforest-prm/5"  # 2: thoughts numbered "i-Thought: ..." in `process` and `input`; 3: labels from
 # a function problem's private asserts one by one (before, its one `check` made every label 0 or 1); 4: only from
-# the private tests the public ones do not repeat (before, an MBPP label counted the public assert too)
+# the private tests the public ones do not repeat (before, an MBPP label counted the public assert too); 5: an
+# empty program counts 0 in its thoughts' labels (before, it was left out), and problem lines carry the settings
 LABELS = ("private", "mean")
 
 
@@ -44,7 +48,10 @@ def code_scores(nodes: dict, task: Task, context: Context, label: str = "private
     the labels), or (public + private) / 2 (``mean``)."""
     scores, private_of = {}, {}
     for node_id, node in nodes.items():
-        if not node.get("code") or "execution" not in node:
+        if "code" not in node or "execution" not in node:
+            continue
+        if not node["code"]:  # an empty reply is a program that passes nothing, as the released code runs it
+            scores[node_id] = 0.0
             continue
         if node["code"] not in private_of:  # the same program on several nodes runs once
             private_of[node["code"]] = score_private(task, node["code"], backend=context.sandbox).pass_rate or 0.0
@@ -85,10 +92,11 @@ def samples(task: Task, nodes: dict, labels: dict[str, float], dataset: str) -> 
     return out
 
 
-def covered(out: str | Path, *, label: str | None = None, model: str | None = None) -> set[tuple[str, str]]:
+def covered(out: str | Path, *, label: str | None = None, model: str | None = None,
+            settings: dict | None = None) -> set[tuple[str, str]]:
     """The (dataset, problem id) pairs a data file holds in full; samples after the last problem line (a run
     killed while writing) are dropped from the file. A file of another format, or collected with another label
-    source or model than the ones given, is refused (one file, one recipe)."""
+    source, model or settings (``bench.result_settings``) than the ones given, is refused (one file, one recipe)."""
     path = Path(out)
     if not path.exists():
         return set()
@@ -98,11 +106,15 @@ def covered(out: str | Path, *, label: str | None = None, model: str | None = No
     if older:
         raise ValueError(f"{path} holds samples in format {', '.join(sorted(map(str, older)))}, this version writes "
                          f"{FORMAT}: collect into a new file rather than mix the two")
-    for key, wanted in (("label_source", label), ("model", model)):
-        found = {str(r.get(key)) for r in problems} - {wanted}
+
+    def shown(value: object) -> str:
+        return json.dumps(value, sort_keys=True) if isinstance(value, dict) else str(value)
+
+    for key, wanted in (("label_source", label), ("model", model), ("settings", settings)):
+        found = {shown(r.get(key)) for r in problems} - {shown(wanted)}
         if wanted is not None and found:
             raise ValueError(f"{path} was collected with {key} {', '.join(sorted(found))}, this run uses "
-                             f"{wanted}: collect into a new file rather than mix the two")
+                             f"{shown(wanted)}: collect into a new file rather than mix the two")
     done = {(r["dataset"], r["problem_id"]) for r in problems}
     kept = [r for r in records if r.get("type") == "problem" or (r.get("dataset"), r.get("problem_id")) in done]
     if unreadable or len(kept) != len(records):
@@ -128,7 +140,8 @@ def collect(tasks: list[tuple[str, Task]], out: str | Path, context: object = No
         raise ValueError(f"label must be one of {', '.join(LABELS)}, not {label!r}")
     # no selector: every code of the tree is labelled and the final pick is unused, so Tester calls would be waste
     context = context_for("gvr", context, gvr_max_refines=0, selector="public", min_candidates=1)
-    done = covered(out, label=label, model=context.model)
+    settings = result_settings(context)
+    done = covered(out, label=label, model=context.model, settings=settings)
     todo = [(d, t) for d, t in tasks if (d, t.id) not in done]
     added = 0
     for i, (dataset, task) in enumerate(todo, 1):
@@ -139,15 +152,22 @@ def collect(tasks: list[tuple[str, Task]], out: str | Path, context: object = No
             log.warning("%s %s has no private tests beyond its public ones to label from: skipped", dataset, task.id)
             problem["skipped"] = "no private tests beyond the public ones"
         else:
-            result = solve(task.problem, "gvr", context=context, model=model)  # the public problem only
-            nodes = result["nodes"] or {}
-            scores = code_scores(nodes, unseen, context, label)
+            try:
+                result = solve(task.problem, "gvr", context=context, model=model)  # the public problem only
+                nodes = result["nodes"] or {}
+                scores = code_scores(nodes, unseen, context, label)
+            except Exception as exc:  # noqa: BLE001 - one problem's failure must not stall the whole collection
+                log.exception("%s %s raised: not written, a rerun collects it", dataset, task.id)
+                problem["skipped"] = redact(f"raised {type(exc).__name__}: {exc}")
+                if on_problem:
+                    on_problem(problem, i, len(todo))
+                continue
             written = samples(task, nodes, step_labels(nodes, scores), dataset)
             steps = [x for s in written for x in s["label"]]
             problem.update(samples=len(written), codes=len(scores), label_source=label, model=context.model,
-                           label_tests=private_test_count(unseen), private_tests=private_test_count(task),
-                           stop_reason=result["stop_reason"], error=result.get("error"),
-                           mean_label=round(statistics.fmean(steps), 4) if steps else None,
+                           settings=settings, label_tests=private_test_count(unseen),
+                           private_tests=private_test_count(task), stop_reason=result["stop_reason"],
+                           error=result.get("error"), mean_label=round(statistics.fmean(steps), 4) if steps else None,
                            tokens=tokens_spent(result["cost"]), wall_s=round(time.monotonic() - started, 1))
             if result["stop_reason"] == "model_error":
                 log.warning("%s %s: the search ended on a model fault (%s): not written, a rerun collects it",
@@ -162,17 +182,20 @@ def collect(tasks: list[tuple[str, Task]], out: str | Path, context: object = No
 
 
 def label_distribution(out: str | Path) -> dict:
-    """The step labels of a data file: counts, mean, the shares at 0 and 1, quartiles and a 5-bin histogram."""
+    """The step labels of a data file's finished problems (not the samples a killed run left after its last
+    problem line): counts, mean, the shares at 0 and 1, quartiles and a 5-bin histogram."""
     records, _ = read_records(out)
-    labels = [x for r in records if r.get("type") == "sample" for x in r["label"]]
     problems = [r for r in records if r.get("type") == "problem"]
+    finished = {(r.get("dataset"), r.get("problem_id")) for r in problems}
+    records = [r for r in records if r.get("type") == "sample" and (r.get("dataset"), r.get("problem_id")) in finished]
+    labels = [x for r in records for x in r["label"]]
     if not labels:
         return {"problems": len(problems), "samples": 0, "steps": 0}
     bins = [0] * 5
     for x in labels:
         bins[min(4, int(x * 5))] += 1
-    quartiles = statistics.quantiles(labels, n=4) if len(labels) > 1 else [labels[0]] * 3
-    return {"problems": len(problems), "samples": sum(r.get("type") == "sample" for r in records),
+    quartiles = statistics.quantiles(labels, n=4, method="inclusive") if len(labels) > 1 else [labels[0]] * 3
+    return {"problems": len(problems), "samples": len(records),
             "steps": len(labels), "mean": round(statistics.fmean(labels), 4),
             "zero": round(sum(x == 0 for x in labels) / len(labels), 4),
             "one": round(sum(x == 1 for x in labels) / len(labels), 4),

@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from codeforest import cli
+from codeforest import cli, prm_data
+from codeforest.context import Context
 from codeforest.jsonl import read_records
-from codeforest.prm_data import collect, covered, label_distribution, samples, step_labels
+from codeforest.prm_data import code_scores, collect, covered, label_distribution, samples, step_labels
 from codeforest.problems import Task, load_problem
 from codeforest.tools.prm import STEP_TAG
 from codeforest.tools.testing import TestSuite
@@ -33,6 +34,16 @@ def tree():
 def test_each_thought_is_labelled_with_the_mean_of_the_code_below_it():
     labels = step_labels(tree(), {"n1": 0.5, "n2": 0.25, "n3": 1.0, "n4": 0.0})
     assert labels == {"n1": pytest.approx(0.5), "n2": 0.25, "n3": 1.0, "n4": 0.0}  # n1: (0.5 + 1 + 0) / 3
+
+
+def test_an_empty_program_counts_zero_in_its_thoughts_labels():
+    """The released code runs whatever the reply held: an empty program passes nothing and is averaged in."""
+    nodes = tree()
+    nodes["n3"].update(code="def inc(x):\n    return x + 1", execution={"total": 1, "pass_rate": 1.0})
+    nodes["n4"].update(code="", execution={"total": 1, "pass_rate": 0.0})
+    scores = code_scores(nodes, TASK, Context())
+    assert scores == {"n3": 1.0, "n4": 0.0}
+    assert step_labels(nodes, scores)["n1"] == 0.5
 
 
 def test_one_sample_per_code_with_a_label_per_thought():
@@ -80,7 +91,10 @@ def test_collect_labels_from_private_tests_the_graph_never_sees(tmp_path):
     assert by_node["n2"]["label"] == [pytest.approx(1 / 2, abs=1e-5)] and by_node["n1"]["label"] == [1.0]
     assert (problem["label_tests"], problem["private_tests"]) == (2, 3)
     assert covered(out) == {("mini", "T/inc")}
-    assert collect([("mini", TASK)], out, {"gvr_rollouts": 3}, model=RespondingChatModel(respond=model)) == 0
+    settings = {"gvr_rollouts": 3, "gvr_width": 2, "structured_output": False}
+    assert collect([("mini", TASK)], out, settings, model=RespondingChatModel(respond=model)) == 0
+    with pytest.raises(ValueError, match='settings .*"gvr_rollouts": 3.*this run uses .*"gvr_rollouts": 4'):
+        collect([("mini", TASK)], out, {**settings, "gvr_rollouts": 4}, model=RespondingChatModel(respond=model))
     stats = label_distribution(out)
     assert stats["problems"] == 1 and stats["steps"] == 4 and stats["one"] == 0.75
 
@@ -129,11 +143,42 @@ def test_a_model_fault_or_no_private_tests_writes_nothing_and_a_rerun_collects_i
         collect([("mini", TASK)], out, settings, label="mean", model=RespondingChatModel(respond=recorder))
 
 
+def test_a_problem_that_raises_is_left_for_a_rerun_and_the_rest_go_on(tmp_path, monkeypatch):
+    out, seen = tmp_path / "prm.jsonl", []
+    other = Task({**TASK.problem, "id": "T/inc2"}, TASK.private_tests, "test")
+    label = prm_data.code_scores
+
+    def sandbox_fails_once(nodes, task, *args, **kwargs):
+        if not seen:
+            raise OSError("sandbox gone")
+        return label(nodes, task, *args, **kwargs)
+
+    monkeypatch.setattr(prm_data, "code_scores", sandbox_fails_once)
+    settings = {"gvr_rollouts": 2, "gvr_width": 2, "structured_output": False}
+    added = collect([("mini", TASK), ("mini", other)], out, settings, model=RespondingChatModel(respond=Recorder()),
+                    on_problem=lambda problem, i, n: seen.append(problem))
+    assert added == 1 and seen[0]["skipped"] == "raised OSError: sandbox gone" and "skipped" not in seen[1]
+    assert covered(out) == {("mini", "T/inc2")}
+    assert collect([("mini", TASK), ("mini", other)], out, settings, model=RespondingChatModel(respond=Recorder())) == 1
+    assert covered(out) == {("mini", "T/inc"), ("mini", "T/inc2")}
+
+
+def test_stats_count_finished_problems_only_and_stay_within_the_labels(tmp_path):
+    out = tmp_path / "prm.jsonl"
+    sample = {"type": "sample", "dataset": "mini", "problem_id": "T/inc", "label": [0.0, 1.0]}
+    out.write_text("".join(json.dumps(r) + "\n" for r in (
+        sample, {"type": "problem", "dataset": "mini", "problem_id": "T/inc"},
+        {**sample, "problem_id": "T/killed", "label": [0.5, 0.5, 0.5]})))
+    stats = label_distribution(out)
+    assert (stats["problems"], stats["samples"], stats["steps"]) == (1, 1, 2)
+    assert stats["quartiles"] == [0.25, 0.5, 0.75] and stats["mean"] == 0.5
+
+
 def test_a_file_of_an_older_format_is_not_appended_to(tmp_path):
     out = tmp_path / "prm.jsonl"
     out.write_text(json.dumps({"type": "problem", "format": "codeforest-prm/1", "dataset": "mini",
                                "problem_id": "T/inc"}) + "\n")
-    with pytest.raises(ValueError, match="format codeforest-prm/1, this version writes codeforest-prm/4"):
+    with pytest.raises(ValueError, match="format codeforest-prm/1, this version writes codeforest-prm/5"):
         covered(out)
 
 
