@@ -163,19 +163,21 @@ def _safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
 
 
+def _tree_name(record: dict, *folders: str) -> str:
+    parts = [run_label(record), *folders]
+    return "/".join(["trees", *map(_safe_name, parts), f"{_safe_name(record['problem_id'])}.json"])
+
+
 def tree_file(record: dict) -> str:
     """Where a new record's node table goes, relative to the results folder:
     ``trees/<run label>/<model>/<dataset>/<problem>.json``, so two models' (or datasets') runs never share a file."""
-    parts = [run_label(record), record.get("model") or "model", record.get("dataset") or "dataset"]
-    return "/".join(["trees", *map(_safe_name, parts), f"{_safe_name(record['problem_id'])}.json"])
+    return _tree_name(record, record.get("model") or "model", record.get("dataset") or "dataset")
 
 
 def tree_path(out: str | Path, record: dict) -> Path:
     """A record's node table: the file its ``tree`` entry names, else ``trees/<run label>/<problem>.json``
     (where records written before 2026-11-27 kept it)."""
-    if record.get("tree"):
-        return Path(out) / record["tree"]
-    return Path(out) / "trees" / _safe_name(run_label(record)) / f"{_safe_name(record['problem_id'])}.json"
+    return Path(out) / (record.get("tree") or _tree_name(record))
 
 
 @dataclasses.dataclass

@@ -92,6 +92,13 @@ def samples(task: Task, nodes: dict, labels: dict[str, float], dataset: str) -> 
     return out
 
 
+def finished(records: list[dict]) -> tuple[set[tuple[str, str]], list[dict]]:
+    """The (dataset, problem id) pairs with a problem line, and the records without the samples of any other
+    problem (those a run killed before its problem line left behind)."""
+    done = {(r.get("dataset"), r.get("problem_id")) for r in records if r.get("type") == "problem"}
+    return done, [r for r in records if r.get("type") == "problem" or (r.get("dataset"), r.get("problem_id")) in done]
+
+
 def covered(out: str | Path, *, label: str | None = None, model: str | None = None,
             settings: dict | None = None) -> set[tuple[str, str]]:
     """The (dataset, problem id) pairs a data file holds in full; samples after the last problem line (a run
@@ -115,8 +122,7 @@ def covered(out: str | Path, *, label: str | None = None, model: str | None = No
         if wanted is not None and found:
             raise ValueError(f"{path} was collected with {key} {', '.join(sorted(found))}, this run uses "
                              f"{shown(wanted)}: collect into a new file rather than mix the two")
-    done = {(r["dataset"], r["problem_id"]) for r in problems}
-    kept = [r for r in records if r.get("type") == "problem" or (r.get("dataset"), r.get("problem_id")) in done]
+    done, kept = finished(records)
     if unreadable or len(kept) != len(records):
         log.warning("%s: dropping %d lines of an unfinished problem", path, len(records) - len(kept) + unreadable)
         tmp = path.with_suffix(path.suffix + ".tmp")
@@ -159,9 +165,7 @@ def collect(tasks: list[tuple[str, Task]], out: str | Path, context: object = No
             except Exception as exc:  # noqa: BLE001 - one problem's failure must not stall the whole collection
                 log.exception("%s %s raised: not written, a rerun collects it", dataset, task.id)
                 problem["skipped"] = redact(f"raised {type(exc).__name__}: {exc}")
-                if on_problem:
-                    on_problem(problem, i, len(todo))
-                continue
+        if "skipped" not in problem:
             written = samples(task, nodes, step_labels(nodes, scores), dataset)
             steps = [x for s in written for x in s["label"]]
             problem.update(samples=len(written), codes=len(scores), label_source=label, model=context.model,
@@ -186,8 +190,7 @@ def label_distribution(out: str | Path) -> dict:
     problem line): counts, mean, the shares at 0 and 1, quartiles and a 5-bin histogram."""
     records, _ = read_records(out)
     problems = [r for r in records if r.get("type") == "problem"]
-    finished = {(r.get("dataset"), r.get("problem_id")) for r in problems}
-    records = [r for r in records if r.get("type") == "sample" and (r.get("dataset"), r.get("problem_id")) in finished]
+    records = [r for r in finished(records)[1] if r.get("type") == "sample"]
     labels = [x for r in records for x in r["label"]]
     if not labels:
         return {"problems": len(problems), "samples": 0, "steps": 0}
