@@ -150,7 +150,8 @@ def flawed_thoughts(mode: str, context: VerifierContext, llm: BaseChatModel, pro
     (the model names one thought, from ``shown``: problem and numbered thoughts), 'last', and 'random' (drawn
     from ``key``, so a rerun draws the same). An unreadable Verifier reply is recorded as 0.5 per thought, and
     the thoughts are flagged from scores drawn at random as the released code does (from ``key``): 0.5
-    everywhere would flag every thought under 'le', and always the first under 'lt'.
+    everywhere would flag every thought under 'le', and under 'lt' none (always the first with the released
+    ``unflagged`` 'lowest').
     """
     if not thoughts:
         return [], scores, {}

@@ -22,6 +22,12 @@ def test_function_tests_report_actual_and_expected():
     assert "add(2, 2) == 5" in feedback_text(result) and "program output: 4" in feedback_text(result)
 
 
+def test_a_returned_object_is_shown_without_its_memory_address():
+    code = "def evens(xs):\n    return (x for x in xs if x % 2 == 0)\n"
+    result = run(code, TestSuite.function(["assert evens([1, 2]) == [2]"], "evens"))
+    assert result.outcomes[0].actual == "<generator object evens.<locals>.<genexpr>>"
+
+
 def test_a_hanging_or_exiting_test_costs_only_itself():
     tests = ["assert add(1, 1) == 2", "while True: pass", "import os; os._exit(3)", "assert add(0, 0) == 0"]
     result = run(ADD, TestSuite.function(tests, "add"), timeout=0.5)

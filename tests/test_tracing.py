@@ -65,6 +65,16 @@ def test_long_values_are_elided():
     assert "..." in long_value and len(long_value) <= 103
 
 
+def test_object_values_show_no_memory_address_so_a_rerun_renders_the_same_trace():
+    code = "class Box:\n    pass\n\ndef f(xs):\n    box = Box()\n    pairs = [i for i, x in enumerate(xs)]\n" \
+        "    return 0\n"
+    suite = TestSuite.function(["assert f([3, 4]) == 1"], "f")
+    texts = [render_trace(trace_test(code, suite, 0), code) for _ in range(2)]
+    assert "box=<__solution__.Box object> pairs=[0, 1]" in texts[0] and ".0=<enumerate object> i=1 x=4" in texts[0]
+    assert "0x" not in texts[0]
+    assert texts[0] == texts[1]
+
+
 def test_stdio_program_trace():
     code = "n = int(input())\nif n > 2:\n    print(n - 1)\nelse:\n    print(n)\n"
     suite = TestSuite.stdio([{"input": "5\n", "output": "5\n"}])

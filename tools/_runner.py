@@ -89,6 +89,11 @@ def _limit_resources(limits):
     cap(resource.RLIMIT_CORE, 0)
 
 
+# "<enumerate object at 0x7f...>" is shown without its address: it differs on every run, so a prompt showing it
+# would never repeat (nor replay from the response cache), and it tells the model nothing
+MEMORY_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
 def _short(text, limit=300):
     return text if len(text) <= limit else text[:limit] + "..."
 
@@ -214,7 +219,7 @@ def run_function_test(test, namespace, timeout, out_limit):
             actual = _with_timeout(timeout, lambda: eval(left, namespace))
             expected = eval(right, namespace)
             shown = repr(actual)
-            result["actual"] = _short(shown)
+            result["actual"] = _short(MEMORY_ADDRESS.sub("", shown))
             result["expected"] = _short(repr(expected))
             result["passed"] = bool(actual == expected)
             if not result["passed"]:
@@ -287,7 +292,7 @@ def _clip(text, limit=100):
 
 def _safe_repr(value):
     try:
-        return _clip(repr(value))
+        return _clip(MEMORY_ADDRESS.sub("", repr(value)))
     except BaseException:  # noqa: BLE001 - a user __repr__ may raise anything
         return "<unprintable>"
 
