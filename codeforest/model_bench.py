@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -39,6 +40,8 @@ SETTINGS: dict[str, dict] = {
     "cache_reuse_256": {"n_cache_reuse": 256},
     "host_cache_256mib": {"cache_ram_mib": 256},
     "batch_512": {"n_batch": 512},
+    # one KV cache per slot: with several slots, each sequence attends over its own cells only, not all slots'
+    "kv_split": {**DEFAULT_TUNING, "kv_unified": False},
     "threads_1": {"cpuparams.n_threads": 1, "cpuparams_batch.n_threads": 1},
 }
 PACKAGED_CALLS = Path(__file__).resolve().parent.parent / "tools" / "model_bench_calls.jsonl"
@@ -97,34 +100,37 @@ def record_calls(graphs: list[str], problems: list[dict], context, per_node: int
     return kept
 
 
-def replay(base_url: str, calls: list[dict], on_call: Callable[[int], None] | None = None) -> list[dict]:
-    """Each call once, greedy, with llama.cpp's timings: the reply and its prompt and decode speed."""
-    rows = []
-    with httpx.Client(timeout=3600) as client:
-        for i, call in enumerate(calls):
-            started = time.perf_counter()
-            body = {"messages": call["messages"], "temperature": 0, "seed": 0,
-                    "max_tokens": call.get("max_tokens") or 2048}
-            reply = client.post(f"{base_url}/v1/chat/completions", json=body).raise_for_status().json()
-            timings = reply.get("timings", {})
-            rows.append({"role": call["role"], "text": reply["choices"][0]["message"]["content"],
-                         "prompt_n": timings.get("prompt_n", 0), "prompt_ms": timings.get("prompt_ms", 0.0),
-                         "decode_n": timings.get("predicted_n", 0), "decode_ms": timings.get("predicted_ms", 0.0),
-                         "wall_s": time.perf_counter() - started})
-            if on_call:
-                on_call(i)
-    return rows
+def replay(base_url: str, calls: list[dict], on_call: Callable[[int], None] | None = None,
+           slots: int = 1) -> list[dict]:
+    """Each call once, greedy, with llama.cpp's timings: the reply and its prompt and decode speed; ``slots``
+    calls at a time (as ``bench --concurrency`` sends them), the rows in the calls' order."""
+    def one(client: httpx.Client, i: int, call: dict) -> dict:
+        started = time.perf_counter()
+        body = {"messages": call["messages"], "temperature": 0, "seed": 0, "max_tokens": call.get("max_tokens") or 2048}
+        reply = client.post(f"{base_url}/v1/chat/completions", json=body).raise_for_status().json()
+        timings = reply.get("timings", {})
+        if on_call:
+            on_call(i)
+        return {"role": call["role"], "text": reply["choices"][0]["message"]["content"],
+                "prompt_n": timings.get("prompt_n", 0), "prompt_ms": timings.get("prompt_ms", 0.0),
+                "decode_n": timings.get("predicted_n", 0), "decode_ms": timings.get("predicted_ms", 0.0),
+                "wall_s": time.perf_counter() - started}
+
+    with httpx.Client(timeout=3600) as client, ThreadPoolExecutor(slots) as pool:
+        return list(pool.map(lambda item: one(client, *item), enumerate(calls)))
 
 
-def worker(gguf: str, setting: str, calls_path: str) -> dict:
-    """One setting in this process: start the server, replay every call, report with this process's peak RSS."""
+def worker(gguf: str, setting: str, calls_path: str, slots: str = "1") -> dict:
+    """One setting in this process: start a server with ``slots`` slots of 8192 tokens each, replay every call,
+    report with this process's peak RSS."""
     from codeforest.tools.models import EmbeddedServer
 
     calls = read_calls(calls_path)
-    server = EmbeddedServer(Path(gguf), n_ctx=8192, tuning=SETTINGS[setting]).start()
+    slots = int(slots)
+    server = EmbeddedServer(Path(gguf), n_ctx=8192 * slots, slots=slots, tuning=SETTINGS[setting]).start()
     try:
         started = time.perf_counter()
-        rows = replay(server.base_url, calls)
+        rows = replay(server.base_url, calls, slots=slots)
         wall = time.perf_counter() - started
     finally:
         server.stop()
@@ -137,9 +143,10 @@ def read_calls(path: str | Path) -> list[dict]:
     return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def run_setting(gguf: Path, setting: str, calls_path: Path) -> dict:
+def run_setting(gguf: Path, setting: str, calls_path: Path, slots: int = 1) -> dict:
     """``worker`` in a fresh Python process (its own server, its own peak RSS)."""
-    proc = subprocess.run([sys.executable, "-m", "codeforest.model_bench", str(gguf), setting, str(calls_path)],
+    proc = subprocess.run([sys.executable, "-m", "codeforest.model_bench", str(gguf), setting, str(calls_path),
+                           str(slots)],
                           capture_output=True, text=True)
     if proc.returncode != 0:
         raise ModelError(f"bench-model setting {setting!r} failed:\n{proc.stderr[-2000:]}")
@@ -168,16 +175,17 @@ def _rate(tokens: int, ms: float) -> float:
 
 
 def bench_model(gguf: Path, calls_path: Path, settings: list[str],
-                on_setting: Callable[[dict], None] | None = None) -> dict:
-    """The baseline twice, then each other setting; every line compared with the baseline's first replay."""
+                on_setting: Callable[[dict], None] | None = None, slots: int = 1) -> dict:
+    """The baseline twice, then each other setting; every line compared with the baseline's first replay;
+    ``slots`` calls at a time on a server with as many slots."""
     unknown = [s for s in settings if s not in SETTINGS]
     if unknown:
         raise ValueError(f"Unknown setting(s) {', '.join(unknown)}; choose from {', '.join(SETTINGS)}")
-    first = run_setting(gguf, BASELINE, calls_path)
+    first = run_setting(gguf, BASELINE, calls_path, slots)
     lines = [summarize(first, first["calls"])]
     order = [BASELINE] + [s for s in settings if s != BASELINE]
     for setting in order:
-        line = summarize(run_setting(gguf, setting, calls_path), first["calls"])
+        line = summarize(run_setting(gguf, setting, calls_path, slots), first["calls"])
         if setting == BASELINE:
             line["setting"] = "baseline (again)"
         lines.append(line)
@@ -186,7 +194,7 @@ def bench_model(gguf: Path, calls_path: Path, settings: list[str],
     noise = len(lines[1]["differ"])
     for line in lines:
         line["output_preserving"] = len(line["differ"]) <= noise
-    return {"calls": len(first["calls"]), "baseline_self_mismatch": noise, "lines": lines}
+    return {"calls": len(first["calls"]), "slots": slots, "baseline_self_mismatch": noise, "lines": lines}
 
 
 def markdown(report: dict) -> str:
@@ -201,5 +209,5 @@ def markdown(report: dict) -> str:
     return "\n".join(rows) + "\n"
 
 
-if __name__ == "__main__":  # the worker of one setting: python -m codeforest.model_bench GGUF SETTING CALLS
-    print(json.dumps(worker(*sys.argv[1:4])))
+if __name__ == "__main__":  # the worker of one setting: python -m codeforest.model_bench GGUF SETTING CALLS SLOTS
+    print(json.dumps(worker(*sys.argv[1:5])))

@@ -39,13 +39,20 @@ class ScriptedEndpoint:
         self.requests: list[dict] = []
         self.headers: list[dict] = []
         self.failed = 0
+        self.in_flight = 0
+        self.peak_in_flight = 0  # the most requests in their delay at once
         self._lock = threading.Lock()
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):  # noqa: N802 - http.server's naming
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with fake._lock:
+                    fake.in_flight += 1
+                    fake.peak_in_flight = max(fake.peak_in_flight, fake.in_flight)
                 time.sleep(fake.delay)
+                with fake._lock:
+                    fake.in_flight -= 1
                 with fake._lock:
                     fault = fake.faults.pop(0) if fake.faults else fake.always
                     fake.requests.append(body)

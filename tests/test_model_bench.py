@@ -16,6 +16,7 @@ from codeforest.model_bench import (
     pick_calls,
     read_calls,
     record_calls,
+    replay,
     summarize,
 )
 from codeforest.problems import load_dataset
@@ -59,6 +60,17 @@ def test_summary_rates_per_role_and_differing_replies():
                         {**line, "output_preserving": False}]}
     table = markdown(report)
     assert "| x | 9.0 | 1.00x |" in table and "| 1 of 2 | no |" in table
+
+
+@pytest.mark.parametrize("slots", [1, 3])
+def test_replay_sends_slots_calls_at_a_time_and_keeps_each_reply_with_its_call(slots):
+    from codeforest.scripted_endpoint import ScriptedEndpoint
+
+    calls = [{"role": f"g/r{i}", "messages": [{"role": "user", "content": f"call {i}"}]} for i in range(6)]
+    with ScriptedEndpoint([], delay=0.3, respond=lambda body: body["messages"][-1]["content"].upper()) as fake:
+        rows = replay(fake.url.removesuffix("/v1"), calls, slots=slots)
+    assert [(r["role"], r["text"]) for r in rows] == [(f"g/r{i}", f"CALL {i}") for i in range(6)]
+    assert fake.peak_in_flight == slots
 
 
 def test_the_packaged_calls_cover_the_search_roles():

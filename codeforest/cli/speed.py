@@ -44,6 +44,9 @@ def register(sub) -> None:
     model_b.add_argument("--calls", help="recorded calls (JSONL; default: the packaged set)")
     model_b.add_argument("--setting", action="append", metavar="NAME",
                          help="a setting to compare with the baseline (repeat; default: all)")
+    model_b.add_argument("--slots", type=positive_int, default=1,
+                         help="calls at a time, on a server with as many slots (as bench --concurrency N uses it; "
+                              "default 1)")
     model_b.add_argument("--out", default="runs/bench-model", help="folder for bench-model.json and bench-model.md")
     model_b.add_argument("--record", action="store_true",
                          help="record calls instead: --graph on --dataset's --problems, written to --calls "
@@ -120,13 +123,14 @@ def cmd_bench_model(args: argparse.Namespace) -> int:
         err.print(f"{len(recorded)} calls in {calls}")
         return 0
     settings = args.setting or list(SETTINGS)
-    err.print(f"replaying {calls} with {gguf.name}: the baseline twice, then {', '.join(settings)}")
+    err.print(f"replaying {calls} with {gguf.name}, {args.slots} at a time: the baseline twice, then "
+              f"{', '.join(settings)}")
 
     def on_setting(line: dict) -> None:
         err.print(f"{line['setting']}: {line['wall_s']} s, decode {line['decode_tps']} tok/s, "
                   f"peak {line['peak_rss_mb']} MB, {len(line['differ'])} replies differ")
 
-    report = bench_model(gguf, calls, settings, on_setting)
+    report = bench_model(gguf, calls, settings, on_setting, slots=args.slots)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench-model.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
