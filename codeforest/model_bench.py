@@ -120,13 +120,12 @@ def replay(base_url: str, calls: list[dict], on_call: Callable[[int], None] | No
         return list(pool.map(lambda item: one(client, *item), enumerate(calls)))
 
 
-def worker(gguf: str, setting: str, calls_path: str, slots: str = "1") -> dict:
+def worker(gguf: str, setting: str, calls_path: str, slots: int = 1) -> dict:
     """One setting in this process: start a server with ``slots`` slots of 8192 tokens each, replay every call,
     report with this process's peak RSS."""
     from codeforest.tools.models import EmbeddedServer
 
     calls = read_calls(calls_path)
-    slots = int(slots)
     server = EmbeddedServer(Path(gguf), n_ctx=8192 * slots, slots=slots, tuning=SETTINGS[setting]).start()
     try:
         started = time.perf_counter()
@@ -210,4 +209,4 @@ def markdown(report: dict) -> str:
 
 
 if __name__ == "__main__":  # the worker of one setting: python -m codeforest.model_bench GGUF SETTING CALLS SLOTS
-    print(json.dumps(worker(*sys.argv[1:5])))
+    print(json.dumps(worker(*sys.argv[1:4], int(sys.argv[4]))))

@@ -53,7 +53,6 @@ class ScriptedEndpoint:
                 time.sleep(fake.delay)
                 with fake._lock:
                     fake.in_flight -= 1
-                with fake._lock:
                     fault = fake.faults.pop(0) if fake.faults else fake.always
                     fake.requests.append(body)
                     fake.headers.append(dict(self.headers))

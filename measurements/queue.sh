@@ -13,7 +13,8 @@ command -v codeforest > /dev/null || { echo "codeforest is not installed: run th
 HE="measurements/humaneval-fair-1.5b"
 AI="measurements/apps-intro-1.5b"
 # --request-timeout 1800 (until session 29): with 4 long requests on 2 cores one call took over 600 s (the
-# default) three times running (HumanEval/26 under rethink_mcts, session 13); --retry-errors reruns such a problem on the next pass.
+# default) three times running (HumanEval/26 under rethink_mcts, session 13). --retry-errors reruns such a
+# problem on the next pass.
 # --request-timeout 7200 since session 29: a rethink_mcts reply that runs to its 4096-token limit beside three
 # other long calls decodes at about 1.5 tokens/s, over 30 minutes, so APPS/2085 timed out on all 3 attempts
 bench() { echo "== $(date -u +%FT%TZ) $*"; codeforest bench --model local --cache --seed 5 --sample 20 \
