@@ -17,6 +17,11 @@ AI="measurements/apps-intro-1.5b"
 # problem on the next pass.
 # --request-timeout 7200 since session 29: a rethink_mcts reply that runs to its 4096-token limit beside three
 # other long calls decodes at about 1.5 tokens/s, over 30 minutes, so APPS/2085 timed out on all 3 attempts
+# A 2 GiB host prompt cache since session 30 (the default 256 MiB holds about 9,000 tokens of the 1.5B model's KV,
+# some 4 prompts): with 4 problems at once, a call's best earlier prompt (its problem, its role) was long evicted.
+# Replaying the rethink_mcts calls of apps-interview-1.5b in order, a 75,000-token cache would have served 43% of
+# prompt characters from earlier prompts, against 18% for 256 MiB, and prompt reading is most of a call's time here.
+export CODEFOREST_LLAMA_SETTINGS='{"n_cache_reuse": 256, "cache_ram_mib": 2048}'
 bench() { echo "== $(date -u +%FT%TZ) $*"; codeforest bench --model local --cache --seed 5 --sample 20 \
     --concurrency "${QUEUE_CONCURRENCY:-4}" --request-timeout 7200 --retry-errors "$@"; }
 
