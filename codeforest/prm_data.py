@@ -41,6 +41,7 @@ FORMAT = "codeforest-prm/5"  # 2: thoughts numbered "i-Thought: ..." in `process
 # the private tests the public ones do not repeat (before, an MBPP label counted the public assert too); 5: an
 # empty program counts 0 in its thoughts' labels (before, it was left out), and problem lines carry the settings
 LABELS = ("private", "mean")
+UNLABELABLE = "no private tests beyond the public ones"
 
 
 def code_scores(nodes: dict, task: Task, context: Context, label: str = "private") -> dict[str, float]:
@@ -139,9 +140,9 @@ def collect(tasks: list[tuple[str, Task]], out: str | Path, context: object = No
             on_problem: Callable[[dict, int, int], None] | None = None, model=None) -> int:
     """Search, label and append each (dataset, task) not yet in ``out``; returns how many were added.
 
-    A problem without private tests beyond its public ones (no labels) is skipped before its search; one whose
-    search ended on a model fault is not written, so a rerun collects it again. ``on_problem`` sees those as
-    ``skipped``."""
+    A problem without private tests beyond its public ones (no labels) is skipped before its search and written
+    as a problem line with ``skipped``; one whose search raised or ended on a model fault is not written, so a
+    rerun collects it again. ``on_problem`` sees all of those as ``skipped``."""
     if label not in LABELS:
         raise ValueError(f"label must be one of {', '.join(LABELS)}, not {label!r}")
     # no selector: every code of the tree is labelled and the final pick is unused, so Tester calls would be waste
@@ -154,9 +155,10 @@ def collect(tasks: list[tuple[str, Task]], out: str | Path, context: object = No
         started = time.monotonic()
         problem = {"type": "problem", "format": FORMAT, "dataset": dataset, "problem_id": task.id}
         unseen = held_out(task)
-        if unseen is None:
+        if unseen is None:  # written, so the file says it was drawn and why it has no samples; never retried
             log.warning("%s %s has no private tests beyond its public ones to label from: skipped", dataset, task.id)
-            problem["skipped"] = "no private tests beyond the public ones"
+            problem.update(skipped=UNLABELABLE, samples=0, label_source=label, model=context.model, settings=settings)
+            append_records(out, [problem])
         else:
             try:
                 result = solve(task.problem, "gvr", context=context, model=model)  # the public problem only
@@ -187,18 +189,22 @@ def collect(tasks: list[tuple[str, Task]], out: str | Path, context: object = No
 
 def label_distribution(out: str | Path) -> dict:
     """The step labels of a data file's finished problems (not the samples a killed run left after its last
-    problem line): counts, mean, the shares at 0 and 1, quartiles and a 5-bin histogram."""
+    problem line): counts, mean, the shares at 0 and 1, quartiles and a 5-bin histogram, over the training
+    targets (a thought is counted once in every sample of a program below it); ``unlabelable`` names the problems
+    drawn without held-out tests."""
     records, _ = read_records(out)
     problems = [r for r in records if r.get("type") == "problem"]
+    unlabelable = [f"{r.get('dataset')} {r.get('problem_id')}" for r in problems if r.get("skipped")]
+    counts = {"problems": len(problems) - len(unlabelable), "unlabelable": unlabelable}
     records = [r for r in finished(records)[1] if r.get("type") == "sample"]
     labels = [x for r in records for x in r["label"]]
     if not labels:
-        return {"problems": len(problems), "samples": 0, "steps": 0}
+        return {**counts, "samples": 0, "steps": 0}
     bins = [0] * 5
     for x in labels:
         bins[min(4, int(x * 5))] += 1
     quartiles = statistics.quantiles(labels, n=4, method="inclusive") if len(labels) > 1 else [labels[0]] * 3
-    return {"problems": len(problems), "samples": len(records),
+    return {**counts, "samples": len(records),
             "steps": len(labels), "mean": round(statistics.fmean(labels), 4),
             "zero": round(sum(x == 0 for x in labels) / len(labels), 4),
             "one": round(sum(x == 1 for x in labels) / len(labels), 4),

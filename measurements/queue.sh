@@ -75,6 +75,10 @@ CODEFOREST_RESAMPLE_N=8 bench --dataset apps_interview150 --out "$AV" --graph re
 resample_at_tokens_of apps_interview150 "$AV" gvr
 bench --dataset apps_interview150 --out "$AV" --graph rethink_mcts
 resample_at_tokens_of apps_interview150 "$AV" rethink_mcts
-codeforest collect-prm --dataset mbpp500 --sample 20 --seed 5 --model local --cache \
-    --out measurements/prm-data/mbpp500-20.jsonl
+# twice: the second pass retries a problem the first left unwritten (a model fault or a raise), replaying its calls
+for pass in 1 2; do
+    echo "== $(date -u +%FT%TZ) collect-prm, pass $pass"
+    codeforest collect-prm --dataset mbpp500 --sample 20 --seed 5 --model local --cache --request-timeout 7200 \
+        --out measurements/prm-data/mbpp500-20.jsonl
+done
 echo "== $(date -u +%FT%TZ) queue done"

@@ -115,6 +115,11 @@ def test_a_problem_whose_private_tests_are_all_public_is_skipped_unsearched(tmp_
     added = collect([("mini", task)], tmp_path / "prm.jsonl", {"gvr_rollouts": 3},
                     model=RespondingChatModel(respond=model), on_problem=lambda p, i, n: seen.append(p))
     assert added == 0 and not model.seen and seen[0]["skipped"] == "no private tests beyond the public ones"
+    # the file records it as drawn and unlabelable, so a rerun does not search it again
+    out = tmp_path / "prm.jsonl"
+    assert covered(out) == {("mini", "T/inc")} and label_distribution(out)["unlabelable"] == ["mini T/inc"]
+    assert collect([("mini", task)], out, {"gvr_rollouts": 3}, model=RespondingChatModel(respond=model),
+                   on_problem=lambda p, i, n: seen.append(p)) == 0 and len(seen) == 1
 
 
 def test_a_problem_cut_short_by_a_kill_is_dropped_and_redone(tmp_path):
@@ -124,7 +129,7 @@ def test_a_problem_cut_short_by_a_kill_is_dropped_and_redone(tmp_path):
     assert covered(out) == set() and out.read_text() == ""
 
 
-def test_a_model_fault_or_no_private_tests_writes_nothing_and_a_rerun_collects_it(tmp_path):
+def test_a_model_fault_is_not_written_and_a_rerun_collects_it_and_an_unlabelable_problem_is(tmp_path):
     out, seen = tmp_path / "prm.jsonl", []
     recorder = Recorder()
 
@@ -135,10 +140,10 @@ def test_a_model_fault_or_no_private_tests_writes_nothing_and_a_rerun_collects_i
     bare = Task(TASK.problem, None, "test")
     added = collect([("mini", TASK), ("bare", bare)], out, settings, model=RespondingChatModel(respond=down),
                     on_problem=lambda problem, i, n: seen.append(problem))
-    assert added == 0 and not out.exists() and "endpoint down" in seen[0]["skipped"]
-    assert seen[1]["skipped"] == "no private tests beyond the public ones"
+    assert added == 0 and "endpoint down" in seen[0]["skipped"]
+    assert seen[1]["skipped"] == "no private tests beyond the public ones" and covered(out) == {("bare", "T/inc")}
     assert collect([("mini", TASK)], out, settings, model=RespondingChatModel(respond=recorder)) == 1
-    assert covered(out) == {("mini", "T/inc")}
+    assert covered(out) == {("mini", "T/inc"), ("bare", "T/inc")}
     with pytest.raises(ValueError, match="label_source private, this run uses mean"):
         collect([("mini", TASK)], out, settings, label="mean", model=RespondingChatModel(respond=recorder))
 
@@ -193,6 +198,19 @@ def test_cli_needs_an_out_file_and_prints_stats(tmp_path, capsys):
     assert cli.main(["collect-prm", "--out", str(out), "--stats"]) == 0
     stats = json.loads(capsys.readouterr().out)
     assert stats["steps"] == 2 and stats["zero"] == 0.5 and stats["histogram"]["[0.8,1.0]"] == 1
+
+
+def test_the_cli_reports_a_skip_whose_message_holds_brackets_and_goes_on(tmp_path, monkeypatch, capsys):
+    """An exception's text is printed as it is, not read as rich markup (a stray "[/x]" would raise)."""
+    def raises(*args, **kwargs):
+        raise RuntimeError("bad [/x] value [type=int]")
+
+    monkeypatch.setattr(prm_data, "solve", raises)
+    out = tmp_path / "prm.jsonl"
+    assert cli.main(["collect-prm", "--dataset", "tests/fixtures/functions.jsonl", "--limit", "2",
+                     "--out", str(out)]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert err.count("raised RuntimeError: bad [/x] value [type=int]") == 2 and "added 0 problems" in err
 
 
 def test_collection_labels_every_code_whatever_selector_the_environment_names(tmp_path, monkeypatch):

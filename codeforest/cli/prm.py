@@ -72,12 +72,13 @@ def cmd_collect_prm(args: argparse.Namespace) -> int:
             def on_problem(problem: dict, i: int, total: int) -> None:
                 bar.update(task, total=total, completed=i)
                 if problem.get("skipped"):
+                    # an exception's text may hold "[...]", which rich would read as markup
                     err.print(f"{problem['dataset']} {problem['problem_id']}: skipped ({problem['skipped']})  "
-                              f"[{i}/{total}]")
+                              f"[{i}/{total}]", markup=False)
                     return
                 err.print(f"{problem['dataset']} {problem['problem_id']}: {problem['samples']} samples from "
                           f"{problem['codes']} programs, mean label {problem['mean_label']}, {problem['tokens']:,} "
-                          f"tokens, {problem['wall_s']:.0f} s  [{i}/{total}]")
+                          f"tokens, {problem['wall_s']:.0f} s  [{i}/{total}]", markup=False)
 
             added = collect(interleave(per_dataset), args.out, context, label=args.label, on_problem=on_problem)
         err.print(f"added {added} problems to {args.out}")
