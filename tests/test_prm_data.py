@@ -129,7 +129,7 @@ def test_a_problem_cut_short_by_a_kill_is_dropped_and_redone(tmp_path):
     assert covered(out) == set() and out.read_text() == ""
 
 
-def test_a_model_fault_is_not_written_and_a_rerun_collects_it_and_an_unlabelable_problem_is(tmp_path):
+def test_a_model_fault_is_left_for_a_rerun_and_an_unlabelable_problem_is_written(tmp_path):
     out, seen = tmp_path / "prm.jsonl", []
     recorder = Recorder()
 
