@@ -200,14 +200,14 @@ def test_cli_needs_an_out_file_and_prints_stats(tmp_path, capsys):
     assert stats["steps"] == 2 and stats["zero"] == 0.5 and stats["histogram"]["[0.8,1.0]"] == 1
 
 
-def test_the_cli_reports_a_skip_whose_message_holds_brackets_and_goes_on(tmp_path, monkeypatch, capsys):
+def test_the_cli_reports_a_skip_whose_message_holds_brackets_and_goes_on(fixtures, tmp_path, monkeypatch, capsys):
     """An exception's text is printed as it is, not read as rich markup (a stray "[/x]" would raise)."""
     def raises(*args, **kwargs):
         raise RuntimeError("bad [/x] value [type=int]")
 
     monkeypatch.setattr(prm_data, "solve", raises)
     out = tmp_path / "prm.jsonl"
-    assert cli.main(["collect-prm", "--dataset", "tests/fixtures/functions.jsonl", "--limit", "2",
+    assert cli.main(["collect-prm", "--dataset", str(fixtures / "functions.jsonl"), "--limit", "2",
                      "--out", str(out)]) == 0
     err = " ".join(capsys.readouterr().err.split())
     assert err.count("raised RuntimeError: bad [/x] value [type=int]") == 2 and "added 0 problems" in err
