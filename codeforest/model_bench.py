@@ -26,6 +26,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 from pydantic import Field
 
+from codeforest import tools
 from codeforest.tools.models import DEFAULT_TUNING, ModelError
 
 BASELINE = "baseline"
@@ -44,7 +45,7 @@ SETTINGS: dict[str, dict] = {
     "kv_split": {**DEFAULT_TUNING, "kv_unified": False},
     "threads_1": {"cpuparams.n_threads": 1, "cpuparams_batch.n_threads": 1},
 }
-PACKAGED_CALLS = Path(__file__).resolve().parent.parent / "tools" / "model_bench_calls.jsonl"
+PACKAGED_CALLS = Path(tools.__file__).resolve().parent / "model_bench_calls.jsonl"  # package data, also in a wheel
 
 
 class RecordingChatModel(BaseChatModel):

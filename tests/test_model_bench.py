@@ -81,6 +81,18 @@ def test_the_packaged_calls_cover_the_search_roles():
     assert {"codetree", "bester"} <= graphs and len(roles) >= 5
 
 
+def test_the_packaged_calls_ship_in_the_wheel():
+    """A wheel holds only the listed package data: the default --calls file must be among it, beside tools."""
+    import tomllib
+    from pathlib import Path
+
+    import codeforest.tools
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())
+    assert PACKAGED_CALLS.parent == Path(codeforest.tools.__file__).resolve().parent
+    assert PACKAGED_CALLS.name in pyproject["tool"]["setuptools"]["package-data"]["codeforest.tools"]
+
+
 def test_every_setting_names_real_server_fields():
     import xllamacpp
 
