@@ -162,3 +162,32 @@ def test_chain_value_rules():
     assert chain_value(0.5, True, 0.9, "pub_prm") == 0.5 and chain_value(1.0, True, 0.9, "pub_prm") == 1.9
     assert chain_value(1.0, True, None, "pub_test") == 1.0
     assert chain_value(0.0, False, 0.4, "pub_test") == pytest.approx(0.4)
+
+
+def test_equal_chain_values_go_to_the_earliest_chain():
+    class BothPass(Chains):
+        def __call__(self, messages, **kwargs):
+            if kwargs.get("seed") == 3 and "offer ONE more further thought step" in str(messages[-1].content):
+                return "A2 add one."
+            return super().__call__(messages, **kwargs)
+
+    chains = BothPass({"x + 1": ['{"1-Thought": 0.6, "2-Thought": 0.8}'] * 2})
+    out = run(RespondingChatModel(respond=chains, pass_kwargs=True))
+    assert [out["nodes"][i]["value"] for i in ("n3", "n4")] == [0.8, 0.8]
+    assert out["final_node"] == "n3"
+
+
+@pytest.mark.parametrize(("settings", "refined"), [
+    ({}, ["1-Thought", "2-Thought"]),  # θ 0.5 flags 0.4 and 0.3
+    ({"verifier_threshold": 0.35}, ["2-Thought"]),
+    ({"verifier_threshold": 0.2}, []),
+    ({"verifier_threshold": 0.3, "verifier_threshold_rule": "lt"}, []),  # the repo's strict <
+    ({"verifier_threshold": 0.3, "verifier_threshold_rule": "le"}, ["2-Thought"]),
+    ({"gvr_bon_verify": "locate_min"}, ["2-Thought"]),  # only the lowest, though θ flags both
+    ({"gvr_bon_verify": "locate_min", "verifier_threshold": 0.2}, ["2-Thought"]),  # the lowest, even above θ
+])
+def test_best_of_n_flags_by_threshold_rule_and_locate_min(settings, refined):
+    chains = Chains({"x + 2": ['{"1-Thought": 0.4, "2-Thought": 0.3}'],
+                     "x + 1": ['{"1-Thought": 0.6, "2-Thought": 0.7}'] * 2})
+    run(RespondingChatModel(respond=chains, pass_kwargs=True), **settings)
+    assert [c[1] for c in chains.calls if c[0] == "refine"] == refined

@@ -66,6 +66,27 @@ def test_verify_refine_regenerate_with_exact_prompts():
         "Each thought is bounded with an id number at the beginning of the thought.\n"
         "* Revise and enhance the 1-Thought above in the thoughts by providing a improved new thought to replace "
         "it.\n* Remember that you only need to provide the new thought in one or two sentences, not the code.")
+    assert script.prompts["verify"][0] == (  # the released llm_score_thought: no "Thoughts:" line, unlike refine
+        "You are an expert programmer.\n"
+        f"{PROBLEM['prompt']}\n1-Thought: Return x + 2.\ndef inc(x):\n    return x + 2\n"
+        "## Failed test 1: \nassert inc(1) == 2\n\n# Current Execution Output:\n3\n\n"
+        "## Failed test 2: \nassert inc(5) == 6\n\n# Current Execution Output:\n7\n"
+        "Above is the combination of problem, thoughts and corresponding code and feedback.\n"
+        "Each thought is bounded with an id number at the beginning of the thought.\n\n"
+        "* Please analysis and judge the correctness of each thought.\n"
+        "* Return the correctness scores in range [0, 1].\n"
+        "* Evaluate the correctness of EACH thought and give all the evaluation scores.\n"
+        "* Please wrap your response into a JSON object in ```json ... ```, which contains keys `i-Thought` with i "
+        "as the number of your thought, and value is between 0~1 as the score of the thought.\n"
+        "* The JSON should be a **dict**, the dict items are split with comma ','.\n"
+        "* The score should be between 0-1. For example,\n"
+        "    score 0.1 means the thought provides a wrong strategy or algorithm for the problem that would lead to "
+        "the wrong code.\n"
+        "    score 0.3 means the thought is erroneous for not paying attention to the dict writing problem.\n"
+        "    score 0.8 means the thought is correct but miss some tip for implementation.\n"
+        "    score 1.0 means the thought is totally correct.\n"
+        "* Reply with the JSON object only, with no other words or explanation attached.\n\n"
+        'Example Answer:\n```json\n{\n    "1-Thought": 0.3,\n    "2-Thought": 0.8,\n    "3-Thought": 1.0,\n}\n```')
     verify_prompt = script.prompts["verify"][1]
     assert "\n1-Thought: Return x plus one.\n2-Thought: Keep it.\ndef inc(x):\n    return 0\n## Failed test 1:" \
         in verify_prompt

@@ -36,6 +36,18 @@ def test_each_thought_is_labelled_with_the_mean_of_the_code_below_it():
     assert labels == {"n1": pytest.approx(0.5), "n2": 0.25, "n3": 1.0, "n4": 0.0}  # n1: (0.5 + 1 + 0) / 3
 
 
+def test_a_label_averages_every_code_below_it_not_its_childrens_labels():
+    """Three levels and uneven subtrees, so the mean of all code below a thought differs from its median, from
+    the mean of its children's labels and from a mean over itself and its children only."""
+    nodes = tree()
+    nodes["n5"] = {"kind": "thought", "text": "Check.", "id": "n5", "parent": "n3", "order": 5}
+    labels = step_labels(nodes, {"n1": 0.2, "n2": 0.25, "n3": 1.0, "n4": 0.0, "n5": 0.9})
+    assert labels["n3"] == pytest.approx(0.95)
+    # (0.2 + 1 + 0 + 0.9) / 4: not the median 0.55, the children's labels' mean 0.475, nor (0.2 + 1 + 0) / 3
+    assert labels["n1"] == pytest.approx(0.525)
+    assert labels["n5"] == 0.9 and "root" not in labels
+
+
 def test_an_empty_program_counts_zero_in_its_thoughts_labels():
     """The released code runs whatever the reply held: an empty program passes nothing and is averaged in."""
     nodes = tree()

@@ -107,7 +107,8 @@ def test_http_scorer_sends_the_documented_request(prm_server):
     assert (body["problem"], body["thoughts"], body["code"], body["feedback"]) == ("Q", ["t1", "t2"], "code", "fb")
     math_style = HTTPScorer(server.url, with_execution=False)
     math_style.score("Q", ["t1"], "code", "fb")
-    assert server.bodies[-1]["input"] == prm_input("Q", ["t1"]) and server.bodies[-1]["code"] == ""
+    assert server.bodies[-1]["input"] == prm_input("Q", ["t1"])
+    assert (server.bodies[-1]["code"], server.bodies[-1]["feedback"]) == ("", "")
 
 
 def test_http_scorer_retries_server_errors_and_rejects_bad_answers(prm_server):
@@ -125,6 +126,20 @@ def test_http_scorer_retries_server_errors_and_rejects_bad_answers(prm_server):
     assert unread.value == [0.5, 0.5] and not unread.parsed and "2 numbers" in unread.raw
     with pytest.raises(ValueError, match="verifier_url"):
         HTTPScorer("")
+
+
+def test_http_scorer_retries_a_rate_limit_not_a_refusal_and_clamps_scores(prm_server):
+    answers = iter([(429, {}), (200, {"scores": [1.5, -0.2]})])
+    limited = prm_server(lambda body: next(answers))
+    assert HTTPScorer(limited.url, retries=1).score("Q", ["a", "b"], "c", "f") == [1.0, 0.0]
+    assert len(limited.bodies) == 2
+    refusing = prm_server(lambda body: (422, {}))
+    with pytest.raises(PRMError, match="refused the request: HTTP 422"):
+        HTTPScorer(refusing.url, retries=2).score("Q", ["t"], "c", "f")
+    assert len(refusing.bodies) == 1
+    words = prm_server(lambda body: (200, {"scores": ["high"]}))
+    with pytest.raises(PRMReplyError, match="non-numeric"):
+        HTTPScorer(words.url).score("Q", ["t"], "c", "f")
 
 
 def test_gvr_with_a_prm_endpoint(prm_server):
@@ -221,6 +236,25 @@ def test_codetree_accepts_a_visible_pass_the_verifier_could_not_score(rule):
     assert out["cost"]["parse_failures"] == 1
 
 
+@pytest.mark.parametrize("verifier_input", ["execution", "thoughts"])
+def test_codetree_with_a_prm_endpoint_as_its_critic(prm_server, verifier_input):
+    """The run above with a trained PRM's scores from an endpoint: no chat model scores; the math-style input
+    (``verifier_input=thoughts``) sends no code or feedback."""
+    answers = iter([[0.5], [0.9, 0.7]])
+    server = prm_server(lambda body: (200, {"scores": next(answers)}))
+    context = codetree.CodeTreeContext(structured_output=False, codetree_evaluator="verifier", verifier="http",
+                                       verifier_url=server.url, verifier_input=verifier_input)
+    out = codetree.build_graph(model=RespondingChatModel(respond=codetree_script([]))).invoke(
+        {"problem": PROBLEM}, context=context)
+    assert out["nodes"]["n1"]["critic_score"] == 2 and out["stop_reason"] == "accepted"
+    assert [len(b["thoughts"]) for b in server.bodies] == [1, 2]
+    sent = [(b["code"], b["feedback"]) for b in server.bodies]
+    if verifier_input == "thoughts":
+        assert sent == [("", ""), ("", "")]
+    else:
+        assert sent[0][0].endswith("return x + 2") and "## Failed test 1:" in sent[0][1]
+
+
 def rethink_respond(verifier_scores, prompts):
     scores, refines = list(verifier_scores), ["Still wrong.", "Thought: Add exactly one."]
     expansions = iter("ABCDEF")
@@ -264,6 +298,56 @@ def test_rethink_mcts_with_verifier_evaluation_and_localisation():
     assert nodes["n2"]["rethinks"] == 1 and nodes["n2"]["text"] == "Use B."
     assert nodes["n2"]["v_llm"] == pytest.approx(0.8) and nodes["n2"]["reward"] == pytest.approx(0.8 + 0.2 * 0.8)
     assert out["final_node"] == "n2" and out["final_code"].endswith("x + 1")
+
+
+def test_rethink_mcts_with_verifier_evaluation_alone_keeps_the_leaf_rethink():
+    """``rethink_evaluator=verifier`` without ``rethink_locate``: the failing leaf is rethought with the paper's
+    prompt (no Verifier call for it) and only passing programs are scored: n1's v_llm = 2 · 0.6 - 1."""
+    prompts: list[str] = []
+    scores = ['{"1-Thought": 0.6}', '{"1-Thought": 0.6, "2-Thought": 1.0}']
+
+    def respond(messages):
+        text = "\n".join(str(m.content) for m in messages)
+        prompts.append(text)
+        if "judge the correctness of each thought" in text:
+            return scores.pop(0)
+        if "provide a new Thought to replace the previous thought" in text:
+            return "Thought: Add exactly one."
+        assert "correctness score in range [-1, 1]" not in text, "self-evaluation is replaced"
+        if "Reasonableness" in text:
+            return json.dumps([{"Thought-1": "Use A.", "Reasonableness": 1.0}])
+        return "```python\ndef inc(x):\n    return x + " + ("1" if "Add exactly one." in text else "2") + "\n```"
+
+    context = rethink_mcts.RethinkContext(structured_output=False, rethink_width=1, rethink_rollouts=2,
+                                          rethink_block_info=False, rethink_evaluator="verifier")
+    out = rethink_mcts.build_graph(model=RespondingChatModel(respond=respond)).invoke({"problem": PROBLEM},
+                                                                                      context=context)
+    assert not scores and not any("Revise and enhance the" in p for p in prompts)
+    judged = [p for p in prompts if "judge the correctness of each thought" in p]
+    assert len(judged) == 2 and all("All public test cases passed!" in p for p in judged)
+    assert out["nodes"]["n1"]["replaced_thought"] == "Use A." and out["nodes"]["n1"]["text"] == "Add exactly one."
+    assert out["nodes"]["n1"]["v_llm"] == pytest.approx(0.2) and out["final_code"].endswith("x + 1")
+
+
+def test_rethink_mcts_with_verifier_localisation_alone_keeps_the_self_evaluation():
+    """``rethink_locate=verifier`` without ``rethink_evaluator``: the Verifier picks the thought to rewrite (as in
+    the combined run above) and the passing program gets the paper's self-evaluation, not a Verifier score."""
+    prompts: list[str] = []
+    located = rethink_respond(['{"1-Thought": 0.9}', '{"1-Thought": 0.2, "2-Thought": 0.9}'], prompts)
+
+    def respond(messages):
+        if "correctness score in range [-1, 1]" in "\n".join(str(m.content) for m in messages):
+            return '{"evaluation": 0.4, "explanation": "looks right"}'
+        return located(messages)
+
+    context = rethink_mcts.RethinkContext(structured_output=False, rethink_width=1, rethink_rollouts=2,
+                                          rethink_block_info=False, rethink_locate="verifier")
+    out = rethink_mcts.build_graph(model=RespondingChatModel(respond=respond)).invoke({"problem": PROBLEM},
+                                                                                      context=context)
+    nodes = out["nodes"]
+    assert len([p for p in prompts if "judge the correctness of each thought" in p]) == 2  # the failing programs
+    assert nodes["n1"]["text"] == "Add exactly one." and nodes["n2"]["text"] == "Use B."
+    assert nodes["n2"]["v_llm"] == pytest.approx(0.4) and out["final_code"].endswith("x + 1")
 
 
 def test_structured_verifier_decodes_the_prompts_own_format():
