@@ -255,8 +255,9 @@ def test_codetree_with_a_prm_endpoint_as_its_critic(prm_server, verifier_input):
         assert sent[0][0].endswith("return x + 2") and "## Failed test 1:" in sent[0][1]
 
 
-def rethink_respond(verifier_scores, prompts):
-    scores, refines = list(verifier_scores), ["Still wrong.", "Thought: Add exactly one."]
+def rethink_respond(verifier_scores, prompts, rewrites=("Still wrong.", "Thought: Add exactly one.")):
+    """Scripted RethinkMCTS replies; ``rewrites`` answer the Verifier's refine and the paper's leaf rethink alike."""
+    scores, refines = list(verifier_scores), list(rewrites)
     expansions = iter("ABCDEF")
 
     def respond(messages):
@@ -264,7 +265,7 @@ def rethink_respond(verifier_scores, prompts):
         prompts.append(text)
         if "judge the correctness of each thought" in text:
             return scores.pop(0)
-        if "Revise and enhance the" in text:
+        if "Revise and enhance the" in text or "provide a new Thought to replace the previous thought" in text:
             return refines.pop(0)
         assert "correctness score in range [-1, 1]" not in text, "self-evaluation is replaced"
         if "Reasonableness" in text:
@@ -304,25 +305,13 @@ def test_rethink_mcts_with_verifier_evaluation_alone_keeps_the_leaf_rethink():
     """``rethink_evaluator=verifier`` without ``rethink_locate``: the failing leaf is rethought with the paper's
     prompt (no Verifier call for it) and only passing programs are scored: n1's v_llm = 2 · 0.6 - 1."""
     prompts: list[str] = []
-    scores = ['{"1-Thought": 0.6}', '{"1-Thought": 0.6, "2-Thought": 1.0}']
-
-    def respond(messages):
-        text = "\n".join(str(m.content) for m in messages)
-        prompts.append(text)
-        if "judge the correctness of each thought" in text:
-            return scores.pop(0)
-        if "provide a new Thought to replace the previous thought" in text:
-            return "Thought: Add exactly one."
-        assert "correctness score in range [-1, 1]" not in text, "self-evaluation is replaced"
-        if "Reasonableness" in text:
-            return json.dumps([{"Thought-1": "Use A.", "Reasonableness": 1.0}])
-        return "```python\ndef inc(x):\n    return x + " + ("1" if "Add exactly one." in text else "2") + "\n```"
-
+    respond = rethink_respond(['{"1-Thought": 0.6}', '{"1-Thought": 0.6, "2-Thought": 1.0}'], prompts,
+                              rewrites=["Thought: Add exactly one."])
     context = rethink_mcts.RethinkContext(structured_output=False, rethink_width=1, rethink_rollouts=2,
                                           rethink_block_info=False, rethink_evaluator="verifier")
     out = rethink_mcts.build_graph(model=RespondingChatModel(respond=respond)).invoke({"problem": PROBLEM},
                                                                                       context=context)
-    assert not scores and not any("Revise and enhance the" in p for p in prompts)
+    assert not any("Revise and enhance the" in p for p in prompts)
     judged = [p for p in prompts if "judge the correctness of each thought" in p]
     assert len(judged) == 2 and all("All public test cases passed!" in p for p in judged)
     assert out["nodes"]["n1"]["replaced_thought"] == "Use A." and out["nodes"]["n1"]["text"] == "Add exactly one."
