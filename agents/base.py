@@ -19,6 +19,7 @@ from typing import Generic, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from openai import LengthFinishReasonError
 
 from codeforest.graphs.state import tokens_spent, total_cost
 from codeforest.problems import Problem
@@ -225,12 +226,28 @@ def structured_call(model: BaseChatModel, msgs: list[BaseMessage], schema: dict,
         except (NotImplementedError, ValueError, TypeError):
             runnable = None
         if runnable is not None:
-            out = _invoke(runnable, msgs, model)
+            try:
+                out = _invoke(runnable, msgs, model)
+            except LengthFinishReasonError as exc:  # the client refuses to parse a reply cut off at its limit
+                return None, truncated_text(exc), _record(truncated_cost(exc))
             raw = out["raw"]
             parsed = out.get("parsed")
             return (parsed if isinstance(parsed, dict) else None), reply_text(raw), _record(usage_cost(raw))
     text, cost = call_model(model, msgs)
     return None, text, cost
+
+
+def truncated_text(exc: LengthFinishReasonError) -> str:
+    """The text of a schema-constrained reply that ran into its output limit (left to the caller's parse)."""
+    choices = exc.completion.choices
+    return (choices[0].message.content or "") if choices else ""
+
+
+def truncated_cost(exc: LengthFinishReasonError) -> dict:
+    """The cost of that reply, from the usage the endpoint reported."""
+    usage = exc.completion.usage
+    return {"llm_calls": 1, "prompt_tokens": int(usage.prompt_tokens) if usage else 0,
+            "completion_tokens": int(usage.completion_tokens) if usage else 0}
 
 
 _FENCE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL | re.IGNORECASE)

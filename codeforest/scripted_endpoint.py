@@ -6,8 +6,8 @@ in flight as the client sends; ``any_role_reply`` gives every role something it 
 
 Faults, one per request while any are queued (``faults``) or on every request (``always``):
 ``"500"`` (any status code), ``"drop"`` (close the connection without an answer), ``"stall"`` (answer
-after ``stall_s`` seconds), ``"badjson"`` (a 200 whose body is not JSON), ``None`` (answer normally).
-A faulty request consumes no reply.
+after ``stall_s`` seconds), ``"badjson"`` (a 200 whose body is not JSON), ``"length"`` (the next reply, marked
+as cut off at the output limit), ``None`` (answer normally). A faulty request consumes no reply, except "length".
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class ScriptedEndpoint:
                         text = fake.replies.pop(0) if fake.replies else "no more replies"
                 payload = json.dumps({
                     "id": "x", "object": "chat.completion", "created": 0, "model": body.get("model", "fake"),
-                    "choices": [{"index": 0, "finish_reason": "stop",
+                    "choices": [{"index": 0, "finish_reason": "length" if fault == "length" else "stop",
                                  "message": {"role": "assistant", "content": text}}],
                     "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
                 }).encode()
@@ -102,6 +102,8 @@ class ScriptedEndpoint:
             handler._send(200, b"<html>upstream proxy error</html>")
         elif fault == "stall":
             time.sleep(self.stall_s)
+            return False
+        elif fault == "length":
             return False
         else:
             raise ValueError(f"unknown fault {fault!r}")

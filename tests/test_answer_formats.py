@@ -179,3 +179,24 @@ def test_a_schema_reply_with_an_unreadable_reasonableness_keeps_its_thought_at_p
         api.close()
     assert "response_format" in api.requests[0]
     assert out.value == [("Add one.", 1.0)] and out.parsed
+
+
+@pytest.mark.parametrize("name", list(CALLS))
+def test_a_schema_reply_cut_off_at_its_output_limit_is_read_as_unconstrained_text(name):
+    """The OpenAI client raises on a structured reply that stopped at ``max_tokens`` (APPS/1474 under
+    rethink_mcts, a 256-token limit): the agent reads what came as it reads a reply sent without a schema (its
+    fallback when it cannot), and counts the call."""
+    call, reply, _ = CALLS[name]
+    cut = reply[: len(reply) // 2]
+    outs = []
+    for structured, faults in ((True, ["length"]), (False, [])):
+        api = FakeOpenAI([cut], faults=faults)
+        try:
+            outs.append(call(ChatOpenAI(base_url=api.url, api_key="not-needed", model="fake", max_retries=0),
+                             structured))
+        finally:
+            api.close()
+        assert ("response_format" in api.requests[0]) is structured and len(api.requests) == 1
+    cut_off, unconstrained = outs
+    assert (cut_off.value, cut_off.raw, cut_off.parsed) == (unconstrained.value, cut, unconstrained.parsed)
+    assert cut_off.cost == unconstrained.cost and cut_off.cost["prompt_tokens"] == 11
