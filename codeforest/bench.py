@@ -16,6 +16,7 @@ import logging
 import os
 import random
 import re
+import sys
 import threading
 import time
 import traceback
@@ -323,7 +324,7 @@ class Bench:
             raise
         except Exception as exc:  # noqa: BLE001 - one problem's failure must not end the run
             record["error"] = redact(f"{type(exc).__name__}: {exc}")
-            record["traceback"] = redact(traceback.format_exc(limit=8))
+            record["traceback"] = redact(portable_traceback(traceback.format_exc(limit=8)))
         return nodes
 
     def _scored_selection(self, task: Task, selection: dict, record: dict) -> dict:
@@ -343,6 +344,25 @@ class Bench:
                 tree.parent.mkdir(parents=True, exist_ok=True)
                 tree.write_text(json.dumps(nodes), encoding="utf-8")
             append_record(self.out / RESULTS, record)
+
+
+_TRACEBACK_FILE = re.compile(r'File "([^"]+)"')
+
+
+def portable_traceback(text: str) -> str:
+    """A traceback with each file named from its import root (``langgraph/pregel/main.py``), so a record kept in
+    git names no home, virtualenv or checkout folder of the machine that ran it."""
+    import codeforest
+
+    roots = sorted({os.path.abspath(p) for p in [*sys.path, str(Path(codeforest.__file__).parent.parent)] if p},
+                   key=len, reverse=True)
+
+    def short(match: re.Match) -> str:
+        path = match.group(1)
+        root = next((r for r in roots if path.startswith(r.rstrip(os.sep) + os.sep)), None)
+        return f'File "{path[len(root.rstrip(os.sep)) + 1:] if root else os.path.basename(path)}"'
+
+    return _TRACEBACK_FILE.sub(short, text)
 
 
 def in_flight_line(running: list[dict]) -> str:

@@ -697,3 +697,16 @@ def test_a_raised_graphs_lost_cost_is_left_out_of_the_cost_means():
     row = summarize(records)[0]
     assert (row["problems"], row["solved"], row["errors"]) == (3, 1, 1)
     assert row["mean_tokens"] == 4000 and row["tokens_per_solved"] == 8000
+
+
+def test_a_recorded_traceback_names_no_machine_folder():
+    """Error records are kept in git: files are named from their import root, never a home or checkout folder."""
+    import langchain_core
+
+    import codeforest.bench
+
+    text = (f'  File "{codeforest.bench.__file__}", line 1, in f\n  File "{langchain_core.__file__}", line 2, in g\n'
+            f'  File "{Path.home()}/.pyenv/nowhere/_base.py", line 3, in h\n')
+    assert codeforest.bench.portable_traceback(text) == ('  File "codeforest/bench.py", line 1, in f\n'
+                                                         '  File "langchain_core/__init__.py", line 2, in g\n'
+                                                         '  File "_base.py", line 3, in h\n')
