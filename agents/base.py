@@ -25,6 +25,7 @@ from codeforest.graphs.state import tokens_spent, total_cost
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
 from codeforest.tools.models import describe_model_failure, is_model_failure
+from codeforest.tools.redaction import redact
 from codeforest.tools.stopwatch import MODEL, timed
 
 T = TypeVar("T")
@@ -135,8 +136,8 @@ def record_call(cost: dict) -> dict:
 
 
 def fault(message: str) -> ModelFault:
-    """A ``ModelFault`` carrying everything the node has spent so far."""
-    return ModelFault(message, _spent())
+    """A ``ModelFault`` carrying everything the node has spent so far (its message redacted: it is recorded)."""
+    return ModelFault(redact(message), _spent())
 
 
 @dataclass

@@ -35,7 +35,7 @@ from codeforest.problems import Task
 from codeforest.registry import context_for, graph_budget
 from codeforest.scoring import private_test_count, score_private
 from codeforest.tools import stopwatch
-from codeforest.tools.models import redact
+from codeforest.tools.redaction import redact
 from codeforest.tools.sandbox import isolation
 
 log = logging.getLogger("codeforest.bench")
@@ -315,7 +315,7 @@ class Bench:
                           public_passing_programs=public_passing_programs(nodes), tree_programs=tree_programs(nodes),
                           **{k: output["cost"].get(k, 0) for k in COST_FIELDS})
             if output["stop_reason"] == "model_error":  # the partial result and its true cost; --retry-errors reruns it
-                record["error"] = f"model_error: {output['error']}"
+                record["error"] = redact(f"model_error: {output['error']}")
             score = score_private(task, record["final_code"], backend=self.context.sandbox)
             record.update(private_passed=bool(score.passed), private_pass_rate=score.pass_rate or 0.0)
             if output.get("selection"):

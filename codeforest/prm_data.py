@@ -32,8 +32,8 @@ from codeforest.jsonl import append_records, read_records
 from codeforest.problems import Task
 from codeforest.registry import context_for
 from codeforest.scoring import held_out, private_test_count, score_private
-from codeforest.tools.models import redact
 from codeforest.tools.prm import prm_input, prm_steps
+from codeforest.tools.redaction import redact
 
 log = logging.getLogger("codeforest.prm_data")
 FORMAT = "codeforest-prm/5"  # 2: thoughts numbered "i-Thought: ..." in `process` and `input`; 3: labels from

@@ -44,7 +44,8 @@ class Problem(TypedDict):
 
 
 def validate_problem(problem: object) -> Problem:
-    """The problem if a graph can run it; otherwise a ValueError naming what is missing or wrong."""
+    """The problem a graph may see (its five fields: anything else, such as a raw record's hidden tests, left
+    out) if a graph can run it; otherwise a ValueError naming what is missing or wrong."""
     if not isinstance(problem, dict):
         raise ValueError(f"'problem' must be an object with id, prompt, kind, entry_point and public_tests, "
                          f"not {type(problem).__name__}")
@@ -63,7 +64,7 @@ def validate_problem(problem: object) -> Problem:
             raise ValueError("problem.public_tests of a function-style problem must be assert strings")
     elif not all(isinstance(t, dict) and {"input", "output"} <= set(t) for t in problem["public_tests"]):
         raise ValueError("problem.public_tests of a stdio problem must be {\"input\", \"output\"} objects")
-    return problem  # type: ignore[return-value]
+    return {key: problem.get(key) for key in Problem.__annotations__}  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)

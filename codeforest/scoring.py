@@ -68,7 +68,7 @@ def score_private(task: Task, code: str, *, backend: str | None = None,
     """
     if task.private_tests is None or len(task.private_tests) == 0:
         return PrivateScore(passed=None, pass_rate=None, total=0)
-    result = run(code, task.private_tests, timeout=timeout, backend=backend)
+    result = run(code, task.private_tests, timeout=timeout, backend=backend, scoring=True)
     asserts = private_asserts(task)
     if asserts is None:
         return PrivateScore(passed=result.all_passed, pass_rate=result.pass_rate, total=result.total)
@@ -76,5 +76,5 @@ def score_private(task: Task, code: str, *, backend: str | None = None,
     if result.all_passed:
         return PrivateScore(passed=True, pass_rate=1.0, total=total)
     share = max(MIN_ASSERT_TIMEOUT_S, timeout / total)
-    one_by_one = run(code, asserts, timeout=share, backend=backend)
+    one_by_one = run(code, asserts, timeout=share, backend=backend, scoring=True)
     return PrivateScore(passed=False, pass_rate=min(one_by_one.pass_rate, (total - 1) / total), total=total)

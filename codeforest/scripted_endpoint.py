@@ -5,7 +5,8 @@ faults) and ``codeforest bench-concurrency`` (every call answered after a fixed 
 in flight as the client sends; ``any_role_reply`` gives every role something it can read).
 
 Faults, one per request while any are queued (``faults``) or on every request (``always``):
-``"500"`` (any status code), ``"drop"`` (close the connection without an answer), ``"stall"`` (answer
+``"500"`` (any status code; the error message echoes the request's ``Authorization`` header, as a careless
+proxy might), ``"drop"`` (close the connection without an answer), ``"stall"`` (answer
 after ``stall_s`` seconds), ``"badjson"`` (a 200 whose body is not JSON), ``"length"`` (the next reply, marked
 as cut off at the output limit), ``None`` (answer normally). A faulty request consumes no reply, except "length".
 """
@@ -94,7 +95,8 @@ class ScriptedEndpoint:
     def _fail(self, handler: BaseHTTPRequestHandler, fault: str) -> bool:
         """Answer with the fault; False when the request should then be answered normally (a stall)."""
         if fault.isdigit():
-            handler._send(int(fault), json.dumps({"error": {"message": f"injected {fault}"}}).encode())
+            echoed = handler.headers.get("Authorization", "no credentials")
+            handler._send(int(fault), json.dumps({"error": {"message": f"injected {fault} for {echoed}"}}).encode())
         elif fault == "drop":
             handler.connection.shutdown(socket.SHUT_RDWR)
             handler.close_connection = True

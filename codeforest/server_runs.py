@@ -20,7 +20,7 @@ from codeforest.bench import OPERATIONAL_FIELDS, RunnerLost
 from codeforest.context import Context
 from codeforest.graphs.state import OUTPUT_KEYS, add_cost
 from codeforest.problems import Problem
-from codeforest.tools.models import redact
+from codeforest.tools.redaction import redact
 
 NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "codeforest:bench")  # of the thread ids
 LOCAL_ONLY = frozenset({"cache_path"})  # a path on this machine; the server keeps its own cache settings

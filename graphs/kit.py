@@ -350,8 +350,9 @@ def starter(fresh: dict, needed: Callable[[Any], int], context_cls: type[C]) -> 
     """
 
     def start(state: SearchState, runtime: Runtime) -> dict:
-        """Check the problem and the recursion limit; reset the tree, the cost and the outcome."""
-        validate_problem(state.get("problem"))
+        """Check the problem (keeping only what a graph may see) and the recursion limit; reset the tree, the
+        cost and the outcome."""
+        problem = validate_problem(state.get("problem"))
         context = settings(runtime, context_cls)
         if context.prompts_dir:
             check_prompts_dir(context.prompts_dir)
@@ -364,7 +365,7 @@ def starter(fresh: dict, needed: Callable[[Any], int], context_cls: type[C]) -> 
                        f"search will stop early with stop_reason '{STEP_LIMIT}'")
             log.warning(message)
             emit("warning", message=message)
-        return {"nodes": Overwrite({}), "cost": Overwrite({}), "final_code": "", "final_node": None,
+        return {"problem": problem, "nodes": Overwrite({}), "cost": Overwrite({}), "final_code": "", "final_node": None,
                 "stop_reason": "", "public_pass_rate": None, "error": None, "model_error": None, "selection": None,
                 **copy.deepcopy(fresh)}
 

@@ -32,7 +32,7 @@ def langgraph_dev(log: Path, *extra: str, env: dict | None = None) -> Iterator[s
         proc = subprocess.Popen(
             ["langgraph", "dev", "--port", str(port), "--no-browser", "--no-reload", "--config", "langgraph.json",
              *extra], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            env={**os.environ, **(env or {})})
+            env={**os.environ, "LANGGRAPH_CLI_NO_ANALYTICS": "1", **(env or {})})  # the CLI reports use otherwise
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120

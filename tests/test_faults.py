@@ -132,6 +132,7 @@ def test_bench_records_a_model_error_with_its_tree_and_cost_and_retries_it(tmp_p
             cache_path=str(tmp_path / "cache.sqlite"), **SMALL["codetree"])).run()
         (record,) = read_results(out)
         assert record["error"].startswith("model_error: ") and record["stop_reason"] == "model_error"
+        assert "injected 500 for Basic ***" in record["error"]  # the URL's credentials, echoed by the endpoint
         assert record["llm_calls"] == 3 and record["tree_programs"] >= 1 and record["final_code"]
         (tree,) = out.glob("trees/codetree*/fake/mine/Mine_1.json")  # the folder is named by the run's settings
         assert tree == out / record["tree"]
@@ -146,7 +147,7 @@ def test_bench_records_a_model_error_with_its_tree_and_cost_and_retries_it(tmp_p
         healthy.close()
     for path in [*out.rglob("*"), tmp_path / "cache.sqlite"]:
         if path.is_file():
-            assert b"pw-in-url" not in path.read_bytes(), path
+            assert b"pw-in-url" not in path.read_bytes() and b"Y2Fyb2w6cHctaW4tdXJs" not in path.read_bytes(), path
 
 
 def test_a_second_bench_on_the_same_folder_stops_naming_the_holder(tmp_path, capsys):

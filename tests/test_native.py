@@ -159,6 +159,26 @@ def test_a_reused_thread_starts_from_a_clean_tree_and_cost(graph):
 
 
 @pytest.mark.parametrize("graph", GRAPHS)
+def test_a_raw_record_given_as_the_problem_keeps_its_hidden_tests_out_of_the_search(graph):
+    """A Studio or server user may paste a whole benchmark record: only the five problem fields enter the state."""
+    seen = []
+    universal = Universal()
+
+    def respond(messages):
+        seen.append("\n".join(str(m.content) for m in messages))
+        return universal(messages)
+
+    record = {**INC, "private_tests": ["assert inc(41) == 4242"], "solution": "def inc(x): return 4242"}
+    compiled = build_graph(graph, checkpointer=InMemorySaver(), model=RespondingChatModel(respond=respond))
+    config = {"configurable": {"thread_id": "raw"}}
+    out = compiled.invoke({"problem": record}, config, context=context_for(graph, structured_output=False,
+                                                                           **SMALL[graph]))
+    state = compiled.get_state(config).values
+    assert set(state["problem"]) == {"id", "prompt", "kind", "entry_point", "public_tests"} and out["final_code"]
+    assert seen and not any("4242" in text for text in seen)
+
+
+@pytest.mark.parametrize("graph", GRAPHS)
 def test_a_problem_without_public_tests_is_never_reported_as_passing(graph):
     out = run(graph, {**INC, "public_tests": []})
     assert out["stop_reason"] == "unverified" and out["public_pass_rate"] is None

@@ -245,7 +245,7 @@ def test_each_assert_gets_an_equal_share_of_the_checks_time_at_least_a_second(fi
     task = load_problem(str(fixtures / "functions.jsonl"), "Mini/1")
     timeouts = []
 
-    def fake_run(code, tests, *, timeout, backend=None):  # the whole check fails, every assert alone passes
+    def fake_run(code, tests, *, timeout, backend=None, scoring=False):  # the whole check fails, each assert passes
         timeouts.append(timeout)
         return ExecutionResult(passed=0 if len(timeouts) == 1 else len(tests), total=len(tests))
 

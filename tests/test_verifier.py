@@ -134,8 +134,9 @@ def test_http_scorer_retries_a_rate_limit_not_a_refusal_and_clamps_scores(prm_se
     assert HTTPScorer(limited.url, retries=1).score("Q", ["a", "b"], "c", "f") == [1.0, 0.0]
     assert len(limited.bodies) == 2
     refusing = prm_server(lambda body: (422, {}))
-    with pytest.raises(PRMError, match="refused the request: HTTP 422"):
-        HTTPScorer(refusing.url, retries=2).score("Q", ["t"], "c", "f")
+    with_credentials = refusing.url.replace("http://", "http://prm-user:prm-pass@")
+    with pytest.raises(PRMError, match=r"at http://\*\*\*@127.0.0.1:\d+/score refused the request: HTTP 422"):
+        HTTPScorer(with_credentials, retries=2).score("Q", ["t"], "c", "f")
     assert len(refusing.bodies) == 1
     words = prm_server(lambda body: (200, {"scores": ["high"]}))
     with pytest.raises(PRMReplyError, match="non-numeric"):

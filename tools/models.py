@@ -14,7 +14,6 @@ import hashlib
 import importlib.util
 import json
 import os
-import re
 import socket
 import threading
 import time
@@ -28,13 +27,7 @@ from langchain_core.language_models import BaseChatModel
 from codeforest.context import Context
 from codeforest.tools import install_hint
 from codeforest.tools.cache import SQLiteResponseCache
-
-_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@]+@")
-
-
-def redact(text: str) -> str:
-    """``text`` with the user and password of every URL in it replaced by ``***``."""
-    return _USERINFO.sub(r"\g<scheme>***@", text)
+from codeforest.tools.redaction import redact
 
 
 def is_model_failure(exc: BaseException) -> bool:

@@ -24,6 +24,7 @@ from typing import Protocol, runtime_checkable
 
 import httpx
 
+from codeforest.tools.redaction import redact
 from codeforest.tools.stopwatch import MODEL, timed
 
 STEP_TAG = "\n\n\n\n\n"  # CodePRM's step separator: the PRM's score is read at each
@@ -101,9 +102,10 @@ class HTTPScorer:
                 if attempt < self.retries:
                     time.sleep(min(8.0, 0.5 * 2 ** attempt))
             except httpx.HTTPStatusError as exc:  # 4xx: retrying will not help
-                raise PRMError(f"the PRM at {self.url} refused the request: HTTP {exc.response.status_code}") from exc
+                raise PRMError(f"the PRM at {redact(self.url)} refused the request: "
+                               f"HTTP {exc.response.status_code}") from exc
         else:
-            raise PRMError(f"the PRM at {self.url} failed after {self.retries + 1} attempts: {last}") from last
+            raise PRMError(f"the PRM at {redact(self.url)} failed after {self.retries + 1} attempts: {last}") from last
         return _scores(payload, len(thoughts))
 
 

@@ -11,6 +11,8 @@ The E2B backend (``sandbox_e2b``) shares the test loop and the child-side runner
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import logging
 import os
@@ -28,6 +30,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Protocol
 
+from codeforest.tools.redaction import mask_secrets, secret_values
 from codeforest.tools.stopwatch import SANDBOX, timed
 from codeforest.tools.testing import ExecutionResult, TestOutcome, TestSuite, outputs_match
 
@@ -71,8 +74,9 @@ class ChildSandbox:
         outcomes: list[TestOutcome | None] = [None] * total
         error = None
         start = 0
+        secrets = secret_values()
         while start < total:
-            lines, crash = self._run_child(self._payload(code, tests, start, timeout), timeout)
+            lines, crash = _masked(self._run_child(self._payload(code, tests, start, timeout), timeout), secrets)
             setup = next((ln for ln in lines if "setup_error" in ln), None)
             if setup:
                 error = setup["setup_error"]
@@ -111,7 +115,7 @@ class ChildSandbox:
     def trace(self, code: str, tests: TestSuite, index: int, *, timeout: float = 5.0) -> dict:
         """Run test ``index`` under a line tracer; ``{"trace": events | None, ...}``."""
         payload = {**self._payload(code, tests, 0, timeout), "trace": index}
-        lines, why = self._run_child(payload, timeout)
+        lines, why = _masked(self._run_child(payload, timeout), secret_values())
         for line in lines:
             if "trace" in line or "setup_error" in line:
                 return line
@@ -337,6 +341,25 @@ def scrubbed_env(workdir: str) -> dict[str, str]:
     }
 
 
+def _masked(reply: tuple[list[dict], str | None], secrets: list[str]) -> tuple[list[dict], str | None]:
+    """A child's result lines and stop reason with every secret value masked: whatever a program printed or
+    raised becomes feedback, prompts and trees (kept in git)."""
+    if not secrets:
+        return reply
+
+    def mask(value):
+        if isinstance(value, str):
+            return mask_secrets(value, secrets)
+        if isinstance(value, list):
+            return [mask(v) for v in value]
+        if isinstance(value, dict):
+            return {k: mask(v) for k, v in value.items()}
+        return value
+
+    lines, why = reply
+    return [mask(line) for line in lines], mask(why)
+
+
 def _outcome(tests: TestSuite, line: dict) -> TestOutcome:
     passed = bool(line.get("passed"))
     reason = line.get("reason")
@@ -361,26 +384,40 @@ def _failed(tests: TestSuite, i: int, error: str, reason: str, timed_out: bool =
 
 
 BACKENDS = ("local", "e2b")
-_remote_sandboxes: dict[str, Sandbox] = {}
+_remote_sandboxes: dict[tuple[str, bool], Sandbox] = {}
 _remote_lock = threading.Lock()
 
 
-def get_sandbox(backend: str | None = None) -> Sandbox:
+def get_sandbox(backend: str | None = None, *, scoring: bool = False) -> Sandbox:
     """The sandbox for a backend name (default: ``$CODEFOREST_SANDBOX`` or ``local``).
 
-    A remote backend is created once per process and shared: its sandbox is reused across runs.
+    A remote backend is created once per process and shared: its sandbox is reused across runs. The harness's
+    scoring on hidden tests (``scoring``) gets a remote sandbox of its own, so no trace of a hidden test (a
+    stdin file, a process) is ever where a program of a search runs.
     """
     name = backend or os.environ.get("CODEFOREST_SANDBOX", "local")
     if name == "local":
         return LocalSandbox()
     if name == "e2b":
         with _remote_lock:
-            if name not in _remote_sandboxes:
+            if (name, scoring) not in _remote_sandboxes:
                 from codeforest.tools.sandbox_e2b import E2BSandbox
 
-                _remote_sandboxes[name] = E2BSandbox()
-            return _remote_sandboxes[name]
+                if not _remote_sandboxes:
+                    atexit.register(close_remote_sandboxes)
+                _remote_sandboxes[name, scoring] = E2BSandbox()
+            return _remote_sandboxes[name, scoring]
     raise ValueError(f"Unknown sandbox backend {name!r}; choose one of {', '.join(BACKENDS)}")
+
+
+def close_remote_sandboxes() -> None:
+    """Kill the remote sandboxes this process created (at exit, so none is left to bill until it expires)."""
+    with _remote_lock:
+        sandboxes = list(_remote_sandboxes.values())
+        _remote_sandboxes.clear()
+    for sandbox in sandboxes:
+        with contextlib.suppress(Exception):  # exiting: a sandbox already gone or unreachable expires by itself
+            sandbox.close()
 
 
 def isolation(backend: str | None = None) -> str:
@@ -389,10 +426,11 @@ def isolation(backend: str | None = None) -> str:
     return "e2b" if name == "e2b" else get_sandbox(name).isolation
 
 
-def run(code: str, tests: TestSuite, *, timeout: float = 5.0, backend: str | None = None) -> ExecutionResult:
-    """Run a program against a test suite in the chosen sandbox backend."""
+def run(code: str, tests: TestSuite, *, timeout: float = 5.0, backend: str | None = None,
+        scoring: bool = False) -> ExecutionResult:
+    """Run a program against a test suite in the chosen sandbox backend (``scoring``: the harness's own)."""
     with timed(SANDBOX):
-        return get_sandbox(backend).run(code, tests, timeout=timeout)
+        return get_sandbox(backend, scoring=scoring).run(code, tests, timeout=timeout)
 
 
 def run_public_tests(problem, code: str, *, timeout: float = 5.0, backend: str | None = None) -> ExecutionResult:

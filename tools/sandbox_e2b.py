@@ -1,8 +1,10 @@
 """The E2B backend: the same runner, the same results, in an E2B Code Interpreter sandbox.
 
-One remote sandbox is created on first use and reused; every program still runs in a fresh
-process inside it (started by a small driver executed through ``run_code``), with the runner's
-rlimits and per-test alarms. Service failures (no key, authentication, quota, time-outs) raise
+One remote sandbox, without internet access, is created on first use and reused (the harness's scoring on
+hidden tests gets one of its own, see ``sandbox.get_sandbox``); every program still runs in a fresh process
+inside it (started by a small driver executed through ``run_code``), in a scratch folder the driver removes
+afterwards, with the runner's rlimits, per-test alarms and guardian (which kills whatever the program left
+running). Service failures (no key, authentication, quota, time-outs) raise
 :class:`SandboxServiceError` with a message that says what to do.
 """
 
@@ -19,18 +21,31 @@ from codeforest.tools.sandbox import RUNNER_SOURCE, STARTUP_GRACE_S, ChildSandbo
 MARKER = "__codeforest_result__"
 
 DRIVER = """
-import base64, json, os, subprocess, sys, tempfile
+import base64, json, os, shutil, signal, subprocess, sys, tempfile
 _dir = tempfile.mkdtemp(prefix="codeforest-run-")
-with open(os.path.join(_dir, "_runner.py"), "wb") as _f:
-    _f.write(base64.b64decode({runner!r}))
-_env = {{"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": _dir, "TMPDIR": _dir, "LANG": "C.UTF-8"}}
 try:
-    _p = subprocess.run([sys.executable, "-I", os.path.join(_dir, "_runner.py")], cwd=_dir, env=_env,
-                        input=base64.b64decode({payload!r}), capture_output=True, timeout={wall},
-                        start_new_session=True)
-    _out, _rc = _p.stdout, _p.returncode
-except subprocess.TimeoutExpired as _e:
-    _out, _rc = _e.stdout or b"", "timeout"
+    with open(os.path.join(_dir, "_runner.py"), "wb") as _f:
+        _f.write(base64.b64decode({runner!r}))
+    _env = {{"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": _dir, "TMPDIR": _dir, "LANG": "C.UTF-8"}}
+    _p = subprocess.Popen([sys.executable, "-I", os.path.join(_dir, "_runner.py")], cwd=_dir, env=_env,
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                          start_new_session=True)
+    try:
+        _out, _ = _p.communicate(base64.b64decode({payload!r}), timeout={wall})
+        _rc = _p.returncode
+    except subprocess.TimeoutExpired:
+        _rc = "timeout"
+    try:
+        os.killpg(_p.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    if _rc == "timeout":
+        try:
+            _out, _ = _p.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            _out = b""
+finally:
+    shutil.rmtree(_dir, ignore_errors=True)  # the tests' stdin files with it
 print({marker!r} + json.dumps({{"out": base64.b64encode(_out).decode(), "rc": _rc}}))
 """
 
@@ -64,13 +79,14 @@ class E2BSandbox(ChildSandbox):
                     from e2b_code_interpreter import Sandbox
                 except ImportError as exc:
                     raise SandboxServiceError(f"The e2b sandbox needs its SDK: {install_hint('e2b')}") from exc
-                options = {"api_key": self.api_key, "timeout": self.sandbox_timeout}
+                options = {"api_key": self.api_key, "timeout": self.sandbox_timeout, "allow_internet_access": False}
                 if self.template:
                     options["template"] = self.template
                 self._remote = self._call(lambda: Sandbox.create(**options), "create a sandbox")
             return self._remote
 
     def _run_child(self, payload: dict, timeout: float) -> tuple[list[dict], str | None]:
+        payload = {**payload, "guard": True}  # the runner's guardian kills what a program leaves running
         wall = timeout * (len(payload["tests"]) - payload.get("start", 0)) + STARTUP_GRACE_S
         driver = DRIVER.format(runner=base64.b64encode(RUNNER_SOURCE.read_bytes()).decode(),
                                payload=base64.b64encode(json.dumps(payload).encode()).decode(),

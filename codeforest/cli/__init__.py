@@ -14,7 +14,8 @@ from codeforest.problems import DatasetError
 from codeforest.prompts import PromptError
 from codeforest.registry import unknown_env_settings
 from codeforest.tools.knowledge import KnowledgeError
-from codeforest.tools.models import ModelError, redact
+from codeforest.tools.models import ModelError
+from codeforest.tools.redaction import redact
 from codeforest.tools.sandbox_e2b import SandboxServiceError
 
 COMMAND_GROUPS = (solve, bench, speed, kb, prm, serve)  # the order of the commands in --help

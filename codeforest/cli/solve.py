@@ -21,7 +21,7 @@ from codeforest.context import Context
 from codeforest.problems import DatasetError, Task, load_dataset, load_problem
 from codeforest.registry import graph_names
 from codeforest.scoring import FINAL_TIMEOUT_S, score_private
-from codeforest.tools.models import redact
+from codeforest.tools.redaction import redact
 
 EXIT_MODEL_ERROR = 3  # solve: the model endpoint failed after its retries; the output holds the partial result
 
