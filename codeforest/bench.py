@@ -218,15 +218,24 @@ class Bench:
     def model_name(self) -> str:
         return self.context.model if self.model is None else type(self.model).__name__
 
-    def pending(self) -> list[tuple[str, Task]]:
-        """(graph, task) pairs without a finished record for this model and these settings."""
+    def _recorded(self) -> dict[tuple[str, str], dict]:
+        """The latest record of each (graph, problem id) for this model, dataset and these settings."""
         settings = {g: result_settings(context_for(g, self.context)) for g in self.graphs}
-        done = {(r["graph"], r["problem_id"]) for r in latest_records(read_results(self.out))
+        return {(r["graph"], r["problem_id"]): r for r in latest_records(read_results(self.out))
                 if r.get("model") == self.model_name and r.get("dataset", self.dataset) == self.dataset
                 and r.get("graph") in settings
-                and (r.get("settings") or {}) == settings[r["graph"]]
-                and (r.get("error") is None or not self.retry_errors)}
+                and (r.get("settings") or {}) == settings[r["graph"]]}
+
+    def pending(self) -> list[tuple[str, Task]]:
+        """(graph, task) pairs without a finished record for this model and these settings."""
+        recorded = self._recorded()
+        done = {pair for pair, r in recorded.items() if r.get("error") is None or not self.retry_errors}
         return [(g, t) for g in self.graphs for t in self.tasks if (g, t.id) not in done]
+
+    def errored(self) -> list[tuple[str, str]]:
+        """The (graph, problem id) pairs of this run whose latest record ended in an error."""
+        recorded = self._recorded()
+        return [(g, t.id) for g in self.graphs for t in self.tasks if (recorded.get((g, t.id)) or {}).get("error")]
 
     def in_flight(self) -> list[dict]:
         """The problems being solved now: graph, problem id, seconds so far and model calls finished (None when a

@@ -92,11 +92,38 @@ def test_errors_are_one_clear_line(capsys, tmp_path):
         with pytest.raises(SystemExit) as stopped:
             main(["bench", "--graph", "direct", "--dataset", "humaneval", flag, "-1"])
         assert stopped.value.code == 2 and f"{flag}: must be at least 1, not -1" in capsys.readouterr().err
+    out = tmp_path / "bench-run"
+    for argv in (["solve", "--dataset", "humaneval", "--problem", "0", "--model", "gpt-4o"],
+                 ["bench", "--graph", "direct", "--dataset", "humaneval", "--limit", "1", "--model", "gpt-4o",
+                  "--out", str(out)]):  # a model with neither an endpoint nor a file: refused before any problem
+        assert main(argv) == 2
+        error = capsys.readouterr().err
+        assert "'gpt-4o' is not an embedded model or a .gguf file; give its endpoint with --base-url" in error
+        assert "(embedded)" not in error and not out.exists()
+    for command, flag, value in [("check", "--timeout", "inf"), ("check", "--timeout", "-1"),
+                                 ("check", "--timeout", "nan"), ("check", "--timeout", "0"),
+                                 ("solve", "--request-timeout", "1e12"), ("solve", "--timeout", "0")]:
+        with pytest.raises(SystemExit) as stopped:
+            main([command, *(["prog.py"] if command == "check" else []), "--dataset", "humaneval", flag, value])
+        assert stopped.value.code == 2
+        assert f"{flag}: must be above 0 and at most 1,000,000 seconds, not {value}" in capsys.readouterr().err
     (tmp_path / "prompts").mkdir()
     (tmp_path / "prompts" / "solver.yaml").write_text("inputs: []\ntemplates:\n  user: 'Solve {problem}'\n")
     assert main(["solve", "--dataset", "humaneval", "--problem", "0", "--prompts-dir", str(tmp_path / "prompts"),
                  "--base-url", "http://127.0.0.1:9/v1"]) == 2
     assert "uses {problem} but 'inputs' does not declare it" in capsys.readouterr().err
+
+
+def test_a_wrong_setting_is_one_line_naming_the_setting(capsys, monkeypatch):
+    solve = ["solve", "--dataset", "humaneval", "--problem", "0", "--base-url", "http://127.0.0.1:9/v1"]
+    assert main([*solve, "--temperature", "5", "--retries", "-1"]) == 2
+    error = capsys.readouterr().err
+    assert error == ("error: temperature: Input should be less than or equal to 2; retries: Input should be greater "
+                     "than or equal to 0\n")
+    monkeypatch.setenv("CODEFOREST_SANDBOX", "nope")
+    assert main(solve) == 2
+    assert capsys.readouterr().err == ("error: CODEFOREST_SANDBOX='nope' is not a valid sandbox: Input should be "
+                                       "'local' or 'e2b'\n")
 
 
 def test_check_reports_each_test_with_a_reason(capsys, tmp_path):

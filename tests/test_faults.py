@@ -150,6 +150,22 @@ def test_bench_records_a_model_error_with_its_tree_and_cost_and_retries_it(tmp_p
             assert b"pw-in-url" not in path.read_bytes() and b"Y2Fyb2w6cHctaW4tdXJs" not in path.read_bytes(), path
 
 
+def test_bench_exits_non_zero_while_a_run_ended_in_an_error(tmp_path, capsys):
+    """A script (or CI) running ``bench`` learns that the measurement is incomplete, this time and on a rerun that
+    skips the errored problem; ``--retry-errors`` with a working endpoint completes it."""
+    problems, out, healthy = str(_problem_file(tmp_path)), str(tmp_path / "run"), endpoint()
+    args = ["bench", "--graph", "direct", "--dataset", problems, "--out", out, "--model", "fake", "--retries", "0"]
+    try:
+        assert main([*args, "--base-url", "http://127.0.0.1:9/v1"]) == 3
+        assert "1 run(s) ended in an error (direct Mine/1; see results.jsonl)" in capsys.readouterr().err
+        assert main([*args, "--base-url", healthy.url]) == 3  # skipped as done, still an error
+        assert "--retry-errors runs them again" in capsys.readouterr().err
+        assert main([*args, "--base-url", healthy.url, "--retry-errors"]) == 0
+        assert "ended in an error" not in capsys.readouterr().err
+    finally:
+        healthy.close()
+
+
 def test_a_second_bench_on_the_same_folder_stops_naming_the_holder(tmp_path, capsys):
     out = tmp_path / "run"
     with locked(out):

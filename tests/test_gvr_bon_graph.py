@@ -71,10 +71,10 @@ def test_best_of_n_by_verifier_reward_with_refine_of_the_failing_chain():
 
 def test_an_unreadable_reward_reply_is_reused_and_flags_from_drawn_scores():
     chains = Chains({"x + 2": ["No idea."], "x + 1": ['{"1-Thought": 0.6, "2-Thought": 0.7}'] * 2})
-    out = run(RespondingChatModel(respond=chains, pass_kwargs=True))
+    out = run(RespondingChatModel(respond=chains, pass_kwargs=True), verifier_threshold=0.2)  # 0.5s flag nothing
     draws = drawn_scores("T/inc:n3:0")  # the released code's random scores
-    flagged = [i + 1 for i, s in enumerate(draws) if s <= 0.5]
-    assert [c[1] for c in chains.calls if c[0] == "refine"] == [f"{i}-Thought" for i in flagged] != ["1-Thought"]
+    flagged = [i + 1 for i, s in enumerate(draws) if s <= 0.2]
+    assert [c[1] for c in chains.calls if c[0] == "refine"] == [f"{i}-Thought" for i in flagged] == ["2-Thought"]
     assert chains.calls.count(("verify", "x + 2")) == 1 and out["cost"]["parse_failures"] == 1
 
 

@@ -200,14 +200,15 @@ def test_pub_prm_adds_the_verifier_aggregate_to_passing_code():
 
 def test_unreadable_verifier_scores_every_thought_half_and_counts_it():
     script = two_rollouts(second_scores="I cannot say.")
-    out = run(script, gvr_rollouts=2)
+    out = run(script, gvr_rollouts=2, verifier_threshold=0.2)  # the 0.5s flag nothing, one drawn score does
     assert out["nodes"]["n3"]["prm_history"] == [[0.5, 0.5]]
     assert out["cost"]["parse_failures"] == 1
     # flagged from scores drawn from the problem, node and round, as the released code draws them
-    draws = [random.Random("T/inc:n3:0").random() for _ in range(2)]
-    flagged = [i + 1 for i, s in enumerate(draws) if s <= 0.5]
+    drawn = random.Random("T/inc:n3:0")
+    draws = [drawn.random() for _ in range(2)]
+    flagged = [i + 1 for i, s in enumerate(draws) if s <= 0.2]
     refined = [p.split("Revise and enhance the ")[1].split("-Thought")[0] for p in script.prompts["refine"][1:]]
-    assert refined == [str(i) for i in flagged]
+    assert refined == [str(i) for i in flagged] == ["2"]
 
 
 def test_math_style_verifier_sees_no_code_or_feedback():

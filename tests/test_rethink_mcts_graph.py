@@ -181,8 +181,8 @@ def test_verbal_feedback_keeps_the_released_caps():
                                RethinkContext(rethink_block_info=False), None, [])
 
     assert len(feedback(8, 5000).splitlines()[2:]) == 6  # 6 of the 8 failing tests, 30,000 characters in all
-    assert len(feedback(1, 20000).splitlines()[2]) == TEST_LIMIT
-    assert len(feedback(8, 9000)) == FEEDBACK_CUT  # 6 · 8192 characters > 48000: cut to 32000
+    assert len(feedback(1, 20000).splitlines()[2]) == TEST_LIMIT == 8192
+    assert len(feedback(8, 9000)) == FEEDBACK_CUT == 32000  # 6 · 8192 characters > 48000: cut to 32000
 
 
 def test_verbal_feedback_shows_a_stdin_tests_expected_output():

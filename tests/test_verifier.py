@@ -371,11 +371,16 @@ def test_rethink_localisation_from_an_unreadable_reply_draws_by_problem_leaf_and
         return original(*args, key=key, **kwargs)
 
     monkeypatch.setattr(rethink_mcts.kit, "flawed_thoughts", spy)
-    respond = rethink_respond(["not a score", "still not", '{"1-Thought": 0.8, "2-Thought": 1.0}'], [])
+    prompts: list[str] = []
+    respond = rethink_respond(["not a score", "still not", '{"1-Thought": 0.8, "2-Thought": 1.0}'], prompts)
     context = rethink_mcts.RethinkContext(structured_output=False, rethink_width=1, rethink_rollouts=2,
                                           rethink_block_info=False, rethink_evaluator="verifier",
                                           rethink_locate="verifier")
-    out = rethink_mcts.build_graph(model=RespondingChatModel(respond=respond)).invoke({"problem": PROBLEM},
+    problem = {**PROBLEM, "id": "T/b"}  # n2's draws [0.857, 0.335]: its 2nd thought is the lowest, not the 1st
+    out = rethink_mcts.build_graph(model=RespondingChatModel(respond=respond)).invoke({"problem": problem},
                                                                                       context=context)
     assert out["cost"]["parse_failures"] >= 2
-    assert keys[:2] == ["T/inc:n1:0", "T/inc:n2:0"]
+    assert keys[:2] == ["T/b:n1:0", "T/b:n2:0"]
+    rewrites = [p.split("Revise and enhance the ")[1].split("-Thought")[0] for p in prompts
+                if "Revise and enhance the" in p]
+    assert rewrites[:2] == ["1", "2"]

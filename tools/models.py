@@ -298,6 +298,16 @@ def resolve_gguf(model: str, progress=None) -> Path | None:
     return None
 
 
+def local_model_file(model: str, progress=None) -> Path:
+    """The GGUF file of a model without an endpoint (assembled or found first); a ``ModelError`` that says to give
+    the endpoint when the name is neither an embedded model nor a .gguf file."""
+    gguf = resolve_gguf(model, progress)
+    if gguf is None:
+        raise ModelError(f"Model {model!r} is not an embedded model or a .gguf file; "
+                         "give its endpoint with --base-url (or CODEFOREST_BASE_URL)")
+    return gguf
+
+
 _chat_models: dict[tuple, BaseChatModel] = {}
 
 
@@ -315,10 +325,7 @@ def get_chat_model(context: Context, progress=None) -> BaseChatModel:
         base_url, name = context.base_url, context.model
         api_key = os.environ.get(context.api_key_env) or "not-needed"
     else:
-        gguf = resolve_gguf(context.model, progress)
-        if gguf is None:
-            raise ModelError(f"Model {context.model!r} is not an embedded model or a .gguf file; "
-                             "give its endpoint with --base-url (or CODEFOREST_BASE_URL)")
+        gguf = local_model_file(context.model, progress)
         server = embedded_server(gguf, context.n_ctx * slots, slots, progress)  # n_ctx is one request's
         base_url, name, api_key = server.base_url + "/v1", gguf.stem, "local"
     cache = response_cache(context.cache_path) if context.cache_path else None

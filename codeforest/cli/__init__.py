@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from pydantic import ValidationError
 from rich.markup import escape
 
 from codeforest.agents.base import ModelFault
@@ -35,11 +36,23 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except (DatasetError, ModelError, ModelFault, PromptError, SandboxServiceError, FolderBusy, KnowledgeError,
             RunnerLost, ValueError, OSError) as exc:  # OSError: a file named on the command line, a full disk
-        err.print(f"[red]error:[/red] {escape(redact(str(exc)))}")
+        err.print(f"[red]error:[/red] {escape(redact(one_line(exc)))}")
         return 2
     except KeyboardInterrupt:
         err.print("interrupted")
         return 130
+
+
+def one_line(exc: BaseException) -> str:
+    """An error for the user: a settings error as ``field: reason`` for each wrong field (not pydantic's dump of
+    every input value, which may hold a secret), anything else as its text."""
+    if not isinstance(exc, ValidationError):
+        return str(exc)
+    reasons = []
+    for error in exc.errors():
+        field, reason = ".".join(map(str, error["loc"])), error["msg"].removeprefix("Value error, ")
+        reasons.append(f"{field}: {reason}" if field else reason)
+    return "; ".join(reasons)
 
 
 def build_parser() -> argparse.ArgumentParser:

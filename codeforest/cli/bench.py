@@ -28,6 +28,8 @@ from codeforest.graphs.state import tokens_spent
 from codeforest.problems import DatasetError, load_dataset
 from codeforest.registry import graph_names
 
+EXIT_ERRORS = 3  # bench: some runs ended in an error (a model fault or a raise): the measurement is incomplete
+
 
 def register(sub) -> None:
     """Add the bench and report commands to the ``codeforest`` subparsers."""
@@ -70,7 +72,7 @@ def register(sub) -> None:
 def cmd_bench(args: argparse.Namespace) -> int:
     """Run graphs x problems, appending one record per finished pair; then print the report."""
     from codeforest.bench import Bench, mean_tokens_of, parse_budgets, read_results, select_tasks, write_samples
-    from codeforest.tools.models import resolve_gguf
+    from codeforest.tools.models import local_model_file
 
     context = context_from_args(args)
     note_single_candidate(context)
@@ -96,13 +98,23 @@ def cmd_bench(args: argparse.Namespace) -> int:
         runner = ServerSolver(args.server, out)
     elif not context.base_url:
         context.server_slots = max(context.server_slots, args.concurrency)
-        resolve_gguf(context.model, progress=err.print)  # a download or a missing .gguf before the first problem
+        local_model_file(context.model, progress=err.print)  # a download or a missing .gguf before the first problem
+    errored = []
     for budget in budgets:
         context.token_budget = budget
-        _run_bench(Bench(args.graph, tasks, out, context=context, dataset=dataset, concurrency=args.concurrency,
-                         retry_errors=args.retry_errors, runner=runner), context, dataset, budget)
+        bench = Bench(args.graph, tasks, out, context=context, dataset=dataset, concurrency=args.concurrency,
+                      retry_errors=args.retry_errors, runner=runner)
+        _run_bench(bench, context, dataset, budget)
+        errored += bench.errored()
     write_samples(out)
-    return cmd_report(argparse.Namespace(out=str(out), json=False))
+    cmd_report(argparse.Namespace(out=str(out), json=False))
+    if errored:  # the measurement is incomplete: say so, and in the exit status, for scripts
+        names = ", ".join(f"{graph} {problem}" for graph, problem in errored[:5]) + (", ..." if len(errored) > 5
+                                                                                    else "")
+        err.print(f"[red]{len(errored)} run(s) ended in an error[/red] ({names}; see results.jsonl): "
+                  "--retry-errors runs them again")
+        return EXIT_ERRORS
+    return 0
 
 
 def model_label(model: str) -> str:

@@ -28,6 +28,20 @@ def positive_int(text: str) -> int:
     return value
 
 
+MAX_SECONDS = 1_000_000  # the runner's alarms and CPU limits take whole seconds in C integers
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a time limit in seconds, above 0 and at most ``MAX_SECONDS``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value <= MAX_SECONDS:  # also false for nan
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most {MAX_SECONDS:,} seconds, not {text}")
+    return value
+
+
 def positive_ints(text: str) -> list[int]:
     """An argparse type: comma-separated whole numbers of at least 1, e.g. ``1,8,32``."""
     values = sorted({positive_int(part.strip()) for part in text.split(",") if part.strip()})
@@ -57,12 +71,12 @@ def add_context_args(p: argparse.ArgumentParser, *, search: bool = True, selecto
     p.add_argument("--api-key-env", help="environment variable holding the endpoint's key")
     p.add_argument("--temperature", type=float)
     p.add_argument("--max-tokens", type=int)
-    p.add_argument("--request-timeout", type=float, help="seconds to wait for one model call (default 600)")
+    p.add_argument("--request-timeout", type=seconds, help="seconds to wait for one model call (default 600)")
     p.add_argument("--retries", type=int, help="retries of a failed model call, with backoff (default 2)")
     p.add_argument("--prompts-dir", help="folder of prompt YAML files overriding the packaged ones")
     if search:
         p.add_argument("--sandbox", choices=["local", "e2b"])
-        p.add_argument("--timeout", dest="test_timeout", type=float, help="seconds per public test")
+        p.add_argument("--timeout", dest="test_timeout", type=seconds, help="seconds per public test")
     if search and selector:
         p.add_argument("--selector", choices=["public", "agreement", "codet", "differential"],
                        help="how the final program is chosen among the search's programs (default: public, the "

@@ -16,6 +16,7 @@ from codeforest.cli.common import (
     context_from_args,
     err,
     note_single_candidate,
+    seconds,
 )
 from codeforest.context import Context
 from codeforest.problems import DatasetError, Task, load_dataset, load_problem
@@ -50,7 +51,7 @@ def register(sub) -> None:
     check.add_argument("--private", action="store_true", help="also run the private tests")
     check.add_argument("--backend", choices=["local", "e2b"],
                        help="sandbox backend (default: $CODEFOREST_SANDBOX, else local)")
-    check.add_argument("--timeout", type=float, help="seconds per test (default: the search's public-test limit for "
+    check.add_argument("--timeout", type=seconds, help="seconds per test (default: the search's public-test limit for "
                                                      f"public tests, the harness's {FINAL_TIMEOUT_S:g} s for private "
                                                      "ones, as bench scores them)")
     check.add_argument("--data-dir", help="benchmark folder")
@@ -73,15 +74,15 @@ def task_from_args(args: argparse.Namespace) -> Task:
 def cmd_solve(args: argparse.Namespace) -> int:
     """Solve one problem, score it on private tests when it has them, report."""
     from codeforest.api import solve
-    from codeforest.tools.models import resolve_gguf
+    from codeforest.tools.models import local_model_file
 
     context = context_from_args(args)
     note_single_candidate(context)
     task = task_from_args(args)
+    if not context.base_url:
+        local_model_file(context.model, progress=err.print)  # a download or a missing .gguf before the search
     err.print(f"[bold]{task.id}[/bold] from {task.source} with graph [bold]{args.graph}[/bold], model "
               f"{context.model}" + (f" at {escape(redact(context.base_url))}" if context.base_url else " (embedded)"))
-    if not context.base_url:
-        resolve_gguf(context.model, progress=err.print)  # a download or a missing .gguf before the search
 
     with err.status("starting ...") as status:
         def on_event(event: dict) -> None:
@@ -149,7 +150,7 @@ def _print_human(result: dict, show_nodes: bool) -> None:
     if result.get("error"):
         out.print(f"[red]the search ended early:[/red] {escape(result['error'])} (the best program so far is below)")
     rate = result["public_pass_rate"]
-    public = "none to run (unverified)" if rate is None else f"{rate:.0%}"
+    public = f"{rate:.0%}" if rate is not None else "none to run (unverified)" if result["final_code"] else "not run"
     out.print(f"public tests: {public}   private tests: {verdict[private]}")
     out.print(f"cost: {cost['llm_calls']} LLM calls, {cost['prompt_tokens']}+{cost['completion_tokens']} tokens, "
               f"{cost['programs']} programs, {cost['sandbox_runs']} sandbox runs, {cost['wall_s']:.1f} s")
