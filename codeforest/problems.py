@@ -117,6 +117,8 @@ def load_dataset(name: str, data_dir: str | os.PathLike | None = None) -> list[T
         return _load_file(path)
     stem = ALIASES.get(name, name)
     if stem not in FUNCTION_FILES + STDIO_FILES:
+        if path.suffix or path.exists():  # a file of another kind, a folder
+            raise DatasetError(f"{path}: a problem file is .jsonl (one problem a line) or .json (a list of problems)")
         known = ", ".join(["humaneval", *FUNCTION_FILES[1:], *STDIO_FILES])
         raise DatasetError(f"Unknown dataset {name!r}; known: {known}, or a path to a .jsonl file")
     folder = find_data_dir(data_dir)
@@ -183,7 +185,7 @@ def _parse_record(rec: dict, path: Path, lineno: int) -> Task:
         if "public_tests" in rec and "description" in rec:
             return _stdio_task(rec, str(path))
         return _function_task(rec, str(path))
-    except (KeyError, TypeError) as exc:
+    except (KeyError, TypeError, ValueError) as exc:
         raise DatasetError(f"{where}: missing or malformed field {exc}") from exc
 
 
@@ -200,6 +202,8 @@ def _function_task(rec: dict, source: str) -> Task:
     problem = Problem(id=str(rec["task_id"]), prompt=rec["prompt"], kind="function",
                       entry_point=entry, public_tests=given)
     private = rec.get("test")
+    if private is not None and not isinstance(private, str):
+        raise TypeError("'test' (must be the private check program as text)")
     suite = TestSuite.function([check_program(private, entry)], entry) if private else None
     return Task(problem=problem, private_tests=suite, source=source)
 
@@ -278,14 +282,17 @@ def _assert_key(statement: ast.Assert, entry_point: str | None) -> str:
 
 
 def _stdio_task(rec: dict, source: str) -> Task:
-    def pairs(tests: dict) -> list[dict]:
+    def pairs(field: str) -> list[dict]:
+        tests = rec[field]
+        if not (isinstance(tests, dict) and isinstance(tests.get("input"), list)
+                and isinstance(tests.get("output"), list) and len(tests["input"]) == len(tests["output"])):
+            raise TypeError(f"'{field}' (must be {{\"input\": [...], \"output\": [...]}}, lists of equal length)")
         return [{"input": i, "output": o} for i, o in zip(tests["input"], tests["output"], strict=True)]
 
     problem = Problem(id=f"APPS/{rec['name']}", prompt=rec["description"], kind="stdio",
-                      entry_point=None, public_tests=pairs(rec["public_tests"]))
-    private = rec.get("private_tests")
-    return Task(problem=problem, private_tests=TestSuite.stdio(pairs(private)) if private else None,
-                source=source)
+                      entry_point=None, public_tests=pairs("public_tests"))
+    private = pairs("private_tests") if rec.get("private_tests") else None
+    return Task(problem=problem, private_tests=TestSuite.stdio(private) if private else None, source=source)
 
 
 def load_humaneval_package() -> list[Task]:

@@ -88,6 +88,9 @@ def test_errors_are_one_clear_line(capsys, tmp_path):
     assert "holds 2 problems" in capsys.readouterr().err
     assert main(["solve", "--problem-file", str(tmp_path / "nope.jsonl")]) == 2
     assert "nope.jsonl does not exist" in capsys.readouterr().err
+    (tmp_path / "empty.jsonl").write_text("\n")
+    assert main(["solve", "--problem-file", str(tmp_path / "empty.jsonl")]) == 2
+    assert capsys.readouterr().err.strip().endswith("empty.jsonl holds no problem")
     for flag in ("--limit", "--sample", "--concurrency"):
         with pytest.raises(SystemExit) as stopped:
             main(["bench", "--graph", "direct", "--dataset", "humaneval", flag, "-1"])

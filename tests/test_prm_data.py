@@ -220,9 +220,10 @@ def test_the_cli_reports_a_skip_whose_message_holds_brackets_and_goes_on(fixture
     monkeypatch.setattr(prm_data, "solve", raises)
     out = tmp_path / "prm.jsonl"
     assert cli.main(["collect-prm", "--dataset", str(fixtures / "functions.jsonl"), "--limit", "2",
-                     "--out", str(out)]) == 0
+                     "--out", str(out)]) == 3  # the data is incomplete: a script learns it from the status
     err = " ".join(capsys.readouterr().err.split())
     assert err.count("raised RuntimeError: bad [/x] value [type=int]") == 2 and "added 0 problems" in err
+    assert "2 problem(s) not collected (functions Mini/1, functions Mini/2): a rerun collects them" in err
 
 
 def test_collection_labels_every_code_whatever_selector_the_environment_names(tmp_path, monkeypatch):

@@ -139,6 +139,12 @@ def test_bad_problem_files_name_the_file_line_and_field(tmp_path):
                            r"no_entry.jsonl:1: missing or malformed field 'entry_point'"),
         "latin1.jsonl": (json.dumps(good) + "\n", r"latin1.jsonl:2: not UTF-8 text \(byte 0xe9\)"),
         "broken.json": ("[\n" + json.dumps(good) + ",\n{oops}\n]", r"broken.json:3: invalid JSON"),
+        "test_number.jsonl": (json.dumps({**good, "test": 5}) + "\n",
+                              r"test_number.jsonl:1: missing or malformed field 'test' \(must be the private check"),
+        "uneven.json": (json.dumps([{"name": "1", "description": "d", "public_tests": {"input": ["1"], "output": []}}]),
+                        r"uneven.json:1: missing or malformed field 'public_tests' \(must be \{\"input\""),
+        "listed.json": (json.dumps([{"name": "1", "description": "d", "public_tests": [{"input": "1"}]}]),
+                        r"listed.json:1: missing or malformed field 'public_tests'"),
     }
     for name, (text, message) in cases.items():
         path = tmp_path / name
@@ -150,6 +156,10 @@ def test_bad_problem_files_name_the_file_line_and_field(tmp_path):
             load_dataset(str(path))
     with pytest.raises(DatasetError, match="missing.jsonl does not exist"):
         load_dataset(str(tmp_path / "missing.jsonl"))
+    (tmp_path / "notes.txt").write_text("not problems")
+    for other in (tmp_path / "notes.txt", tmp_path):
+        with pytest.raises(DatasetError, match=r"a problem file is \.jsonl \(one problem a line\) or \.json"):
+            load_dataset(str(other))
 
 
 def test_a_check_is_split_into_one_copy_per_assert_keeping_its_other_statements():

@@ -18,6 +18,8 @@ from codeforest.cli.common import (
 from codeforest.problems import load_dataset
 from codeforest.registry import context_for
 
+EXIT_INCOMPLETE = 3  # some problems were not collected (a model fault or a raise): a rerun collects them
+
 
 def register(sub) -> None:
     """Add the collect-prm command to the ``codeforest`` subparsers."""
@@ -48,8 +50,9 @@ def cmd_collect_prm(args: argparse.Namespace) -> int:
 
     from codeforest.bench import select_tasks
     from codeforest.kb import interleave
-    from codeforest.prm_data import collect, label_distribution
+    from codeforest.prm_data import UNLABELABLE, collect, label_distribution
 
+    unwritten: list[str] = []
     if not args.stats:
         if not args.dataset:
             raise ValueError("give --dataset DATASET (repeatable)")
@@ -71,6 +74,8 @@ def cmd_collect_prm(args: argparse.Namespace) -> int:
 
             def on_problem(problem: dict, i: int, total: int) -> None:
                 bar.update(task, total=total, completed=i)
+                if problem.get("skipped") and problem["skipped"] != UNLABELABLE:
+                    unwritten.append(f"{problem['dataset']} {problem['problem_id']}")
                 if problem.get("skipped"):
                     # an exception's text may hold "[...]", which rich would read as markup
                     err.print(f"{problem['dataset']} {problem['problem_id']}: skipped ({problem['skipped']})  "
@@ -82,9 +87,12 @@ def cmd_collect_prm(args: argparse.Namespace) -> int:
 
             added = collect(interleave(per_dataset), args.out, context, label=args.label, on_problem=on_problem)
         err.print(f"added {added} problems to {args.out}")
+        if unwritten:  # a model fault or a raise: the data is incomplete, in the exit status too, for scripts
+            err.print(f"{len(unwritten)} problem(s) not collected ({', '.join(unwritten[:5])}"
+                      f"{', ...' if len(unwritten) > 5 else ''}): a rerun collects them", markup=False)
     if not Path(args.out).exists():  # nothing collected yet (every problem skipped or cut short)
         if args.stats:
             raise ValueError(f"no data file {args.out}: collect it first (--dataset ...)")
-        return 0
+        return EXIT_INCOMPLETE if unwritten else 0
     print(json.dumps(label_distribution(args.out), indent=2))
-    return 0
+    return EXIT_INCOMPLETE if unwritten else 0

@@ -66,6 +66,8 @@ def task_from_args(args: argparse.Namespace) -> Task:
     if not args.problem_file:
         raise DatasetError("--dataset needs --problem ID")
     tasks = load_dataset(args.problem_file)
+    if not tasks:
+        raise DatasetError(f"{args.problem_file} holds no problem")
     if len(tasks) != 1:
         raise DatasetError(f"{args.problem_file} holds {len(tasks)} problems; choose one with --problem")
     return tasks[0]
