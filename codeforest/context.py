@@ -103,6 +103,14 @@ class Context(BaseModel):
         return data
 
     @model_validator(mode="after")
+    def _endpoints_are_urls(self) -> Context:
+        for name in ("base_url", "selector_base_url"):
+            url = getattr(self, name)
+            if url and not url.startswith(("http://", "https://")):
+                raise ValueError(f"{name} must be an http:// or https:// URL, such as http://127.0.0.1:8000/v1")
+        return self
+
+    @model_validator(mode="after")
     def _selector_endpoint_has_a_model(self) -> Context:
         if self.selector_base_url and not self.selector_model:
             raise ValueError("selector_base_url is set without selector_model: name the model the Tester and the "

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from codeforest.problems import reference_solutions
 from codeforest.prompts import Prompt, load_prompt
 from codeforest.tools.knowledge import MANIFEST, KnowledgeBase, KnowledgeError, fingerprint
 
+log = logging.getLogger("codeforest.kb")
 TOPIC_CALL = "thinker_rpm.topic"  # a record's topic came from the search's own topic call
 PACKAGED_STEPS = Path(str(resources.files("codeforest.tools") / "kb_steps.jsonl"))  # shipped in the package
 
@@ -56,18 +58,25 @@ def interleaved(datasets: list[str], data_dir: str | None = None) -> list[dict]:
 
 
 def read_steps(path: str | Path) -> list[dict]:
-    """The step records of a steps file (a last line cut short by a kill is skipped)."""
+    """The step records of a steps file; a last line cut short by a kill is skipped, any other line that is not a
+    step record is skipped with a warning naming how many."""
     path = Path(path)
     if not path.is_file():
         return []
-    records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    records, others = [], []
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for lineno, line in enumerate(lines, 1):
         try:
             record = json.loads(line)
         except json.JSONDecodeError:
-            continue
+            record = None
         if isinstance(record, dict) and "id" in record and isinstance(record.get("steps"), list):
             records.append(record)
+        elif lineno < len(lines) or record is not None:  # not the last line a kill cut short
+            others.append(lineno)
+    if others:
+        log.warning("%s: skipped %d lines that are not step records ({\"id\", \"steps\": [...]}), the first line %d",
+                    path, len(others), others[0])
     return records
 
 

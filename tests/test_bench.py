@@ -481,7 +481,14 @@ def test_report_table_interval_and_plot(tmp_path, capsys):
     assert "| tree | m | 20 programs | 5 | 100.0 (56.6-100.0) |" in md
     assert "| P/4 | fail (1 calls, 150 tok) | pass (20 calls, 1,050 tok) |" in md
     assert "tree vs direct on the 5 problems both ran: solves 1 that direct fails (P/4), fails 0" in md
+    capsys.readouterr()
     assert main(["report", str(tmp_path / "empty")]) == 2
+    assert "empty does not exist: give the results folder of a codeforest bench" in capsys.readouterr().err
+    assert main(["report", str(tmp_path / "report.md")]) == 2
+    assert "report.md is not a folder" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main(["report", str(tmp_path / "empty")]) == 2
+    assert "No results in" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("cache", [["--cache"], []])  # a sweep shares the response cache unless told otherwise

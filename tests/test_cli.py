@@ -123,6 +123,9 @@ def test_a_wrong_setting_is_one_line_naming_the_setting(capsys, monkeypatch):
     error = capsys.readouterr().err
     assert error == ("error: temperature: Input should be less than or equal to 2; retries: Input should be greater "
                      "than or equal to 0\n")
+    assert main([*solve, "--base-url", "user:pw@host/v1"]) == 2  # the last --base-url wins
+    assert capsys.readouterr().err == ("error: base_url must be an http:// or https:// URL, such as "
+                                       "http://127.0.0.1:8000/v1\n")  # not echoed: it may hold a password
     monkeypatch.setenv("CODEFOREST_SANDBOX", "nope")
     assert main(solve) == 2
     assert capsys.readouterr().err == ("error: CODEFOREST_SANDBOX='nope' is not a valid sandbox: Input should be "

@@ -166,6 +166,19 @@ def test_retopic_reclassifies_old_records_resumably_and_the_kb_follows(tmp_path,
         "Data Structures"
 
 
+def test_lines_that_are_not_step_records_are_skipped_with_a_warning_unless_a_kill_cut_the_last(tmp_path, caplog):
+    steps = tmp_path / "steps.jsonl"
+    good = json.dumps({"id": "A/1", "steps": ["Step 1: x."]})
+    steps.write_text(f"{good}\n{{\"id\": \"A/2\", \"sou\n")
+    with caplog.at_level(logging.WARNING, logger="codeforest.kb"):
+        assert [r["id"] for r in read_steps(steps)] == ["A/1"]
+    assert not caplog.records
+    steps.write_text(f"not json\n{good}\n[1]\n{{\"id\": \"A/3\"}}\n{good}\n")
+    with caplog.at_level(logging.WARNING, logger="codeforest.kb"):
+        assert [r["id"] for r in read_steps(steps)] == ["A/1", "A/1"]
+    assert "skipped 3 lines that are not step records" in caplog.text and "the first line 1" in caplog.text
+
+
 def test_kb_commands_build_from_steps_and_query(tmp_path, capsys):
     steps = tmp_path / "steps.jsonl"
     steps.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))

@@ -201,6 +201,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     """Print pass@1 (95% interval), pass rate and cost per graph; write the plot and report.md."""
     from codeforest.report import MARKDOWN, SUMMARY_COLUMNS, report, summary_cells
 
+    if not Path(args.out).is_dir():
+        raise DatasetError(f"{args.out} {'is not a folder' if Path(args.out).exists() else 'does not exist'}: give "
+                           "the results folder of a codeforest bench (its --out)")
     rows, plot_path = report(args.out)
     if not rows:
         raise DatasetError(f"No results in {args.out}")
