@@ -69,13 +69,14 @@ def add_context_args(p: argparse.ArgumentParser, *, search: bool = True, selecto
                                    "or a model name at --base-url")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1")
     p.add_argument("--api-key-env", help="environment variable holding the endpoint's key")
-    p.add_argument("--temperature", type=float)
-    p.add_argument("--max-tokens", type=int)
+    p.add_argument("--temperature", type=float, help="sampling temperature, 0 to 2 (default 0, as the papers)")
+    p.add_argument("--max-tokens", type=int, help="output tokens of every call (default 0: each role's own limit)")
     p.add_argument("--request-timeout", type=seconds, help="seconds to wait for one model call (default 600)")
     p.add_argument("--retries", type=int, help="retries of a failed model call, with backoff (default 2)")
     p.add_argument("--prompts-dir", help="folder of prompt YAML files overriding the packaged ones")
     if search:
-        p.add_argument("--sandbox", choices=["local", "e2b"])
+        p.add_argument("--sandbox", choices=["local", "e2b"],
+                       help="where generated code runs (default: $CODEFOREST_SANDBOX, else local)")
         p.add_argument("--timeout", dest="test_timeout", type=seconds, help="seconds per public test")
     if search and selector:
         p.add_argument("--selector", choices=["public", "agreement", "codet", "differential"],
