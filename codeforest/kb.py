@@ -64,15 +64,16 @@ def read_steps(path: str | Path) -> list[dict]:
     if not path.is_file():
         return []
     records, others = [], []
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    for lineno, line in enumerate(lines, 1):
+    lines = [(n, line) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if line.strip()]
+    last = lines[-1][0] if lines else 0
+    for lineno, line in lines:
         try:
             record = json.loads(line)
         except json.JSONDecodeError:
             record = None
         if isinstance(record, dict) and "id" in record and isinstance(record.get("steps"), list):
             records.append(record)
-        elif lineno < len(lines) or record is not None:  # not the last line a kill cut short
+        elif lineno < last or record is not None:  # not the last line a kill cut short
             others.append(lineno)
     if others:
         log.warning("%s: skipped %d lines that are not step records ({\"id\", \"steps\": [...]}), the first line %d",

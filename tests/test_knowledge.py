@@ -173,10 +173,10 @@ def test_lines_that_are_not_step_records_are_skipped_with_a_warning_unless_a_kil
     with caplog.at_level(logging.WARNING, logger="codeforest.kb"):
         assert [r["id"] for r in read_steps(steps)] == ["A/1"]
     assert not caplog.records
-    steps.write_text(f"not json\n{good}\n[1]\n{{\"id\": \"A/3\"}}\n{good}\n")
+    steps.write_text(f"\nnot json\n{good}\n[1]\n{{\"id\": \"A/3\"}}\n{good}\n")  # line numbers count blank lines
     with caplog.at_level(logging.WARNING, logger="codeforest.kb"):
         assert [r["id"] for r in read_steps(steps)] == ["A/1", "A/1"]
-    assert "skipped 3 lines that are not step records" in caplog.text and "the first line 1" in caplog.text
+    assert "skipped 3 lines that are not step records" in caplog.text and "the first line 2" in caplog.text
 
 
 def test_kb_commands_build_from_steps_and_query(tmp_path, capsys):

@@ -24,7 +24,7 @@ def test_redact_masks_url_credentials_authorization_tokens_and_secret_variables(
 
 def test_secret_values_come_from_secret_names_only():
     env = {"HF_TOKEN": "hf_abcdefghij", "E2B_API_KEY": "e2b_0123456789", "AWS_SECRET_ACCESS_KEY": "AKIA0123456789",
-           "HOME": "/home/someone/long", "CODEFOREST_API_KEY_ENV": "UNSET_VARIABLE", "DB_PASSWORD": "hunter2"}
+           "PATH": "/usr/local/bin:/usr/bin", "CODEFOREST_API_KEY_ENV": "UNSET_VARIABLE", "DB_PASSWORD": "hunter2"}
     assert secret_values(env) == ["AKIA0123456789", "e2b_0123456789", "hf_abcdefghij"]
 
 

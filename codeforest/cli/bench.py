@@ -20,6 +20,7 @@ from codeforest.cli.common import (
     context_from_args,
     dataset_label,
     err,
+    first_few,
     note_single_candidate,
     positive_int,
 )
@@ -109,8 +110,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     write_samples(out)
     cmd_report(argparse.Namespace(out=str(out), json=False))
     if errored:  # the measurement is incomplete: say so, and in the exit status, for scripts
-        names = ", ".join(f"{graph} {problem}" for graph, problem in errored[:5]) + (", ..." if len(errored) > 5
-                                                                                    else "")
+        names = first_few([f"{graph} {problem}" for graph, problem in errored])
         err.print(f"[red]{len(errored)} run(s) ended in an error[/red] ({names}; see results.jsonl): "
                   "--retry-errors runs them again")
         return EXIT_ERRORS

@@ -28,6 +28,11 @@ def positive_int(text: str) -> int:
     return value
 
 
+def first_few(names: list[str], shown: int = 5) -> str:
+    """Up to ``shown`` names, comma-separated, then ``...`` when there are more."""
+    return ", ".join(names[:shown]) + (", ..." if len(names) > shown else "")
+
+
 MAX_SECONDS = 1_000_000  # the runner's alarms and CPU limits take whole seconds in C integers
 
 

@@ -13,6 +13,7 @@ from codeforest.cli.common import (
     context_from_args,
     dataset_label,
     err,
+    first_few,
     positive_int,
 )
 from codeforest.problems import load_dataset
@@ -74,9 +75,9 @@ def cmd_collect_prm(args: argparse.Namespace) -> int:
 
             def on_problem(problem: dict, i: int, total: int) -> None:
                 bar.update(task, total=total, completed=i)
-                if problem.get("skipped") and problem["skipped"] != UNLABELABLE:
-                    unwritten.append(f"{problem['dataset']} {problem['problem_id']}")
                 if problem.get("skipped"):
+                    if problem["skipped"] != UNLABELABLE:  # a model fault or a raise: a rerun collects it
+                        unwritten.append(f"{problem['dataset']} {problem['problem_id']}")
                     # an exception's text may hold "[...]", which rich would read as markup
                     err.print(f"{problem['dataset']} {problem['problem_id']}: skipped ({problem['skipped']})  "
                               f"[{i}/{total}]", markup=False)
@@ -88,8 +89,8 @@ def cmd_collect_prm(args: argparse.Namespace) -> int:
             added = collect(interleave(per_dataset), args.out, context, label=args.label, on_problem=on_problem)
         err.print(f"added {added} problems to {args.out}")
         if unwritten:  # a model fault or a raise: the data is incomplete, in the exit status too, for scripts
-            err.print(f"{len(unwritten)} problem(s) not collected ({', '.join(unwritten[:5])}"
-                      f"{', ...' if len(unwritten) > 5 else ''}): a rerun collects them", markup=False)
+            err.print(f"{len(unwritten)} problem(s) not collected ({first_few(unwritten)}): a rerun collects them",
+                      markup=False)
     if not Path(args.out).exists():  # nothing collected yet (every problem skipped or cut short)
         if args.stats:
             raise ValueError(f"no data file {args.out}: collect it first (--dataset ...)")
