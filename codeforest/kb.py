@@ -87,10 +87,10 @@ def write_steps(datasets: list[str], steps_path: str | Path, context: Context, *
     from codeforest.tools.models import get_chat_model
 
     steps_path = Path(steps_path)
-    steps_path.parent.mkdir(parents=True, exist_ok=True)
     done = {(r["source"], r["id"]) for r in read_steps(steps_path)}
     todo = [p for p in interleaved(datasets, data_dir) if (p["source"], p["id"]) not in done]
     todo = todo[:limit] if limit is not None else todo
+    steps_path.parent.mkdir(parents=True, exist_ok=True)  # after the datasets load: a misspelt one makes no folder
     model = get_chat_model(context)
     prompt = load_prompt("kb_steps", context.prompts_dir or None)
     topic_prompt = load_prompt("thinker_rpm", context.prompts_dir or None)

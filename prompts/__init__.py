@@ -133,8 +133,13 @@ def _check_placeholders(prompt: Prompt, supplied: tuple[str, ...]) -> None:
     """A user's template may not use a placeholder the code fills without declaring it in ``inputs``.
 
     Undeclared placeholders are left as they are (literal braces), so a missing declaration would send
-    ``{problem}`` to the model word for word: that is an error when the prompt folder is loaded.
+    ``{problem}`` to the model word for word: that is an error when the prompt folder is loaded. So is an input
+    the code never fills (a misspelt ``{problme}``, declared as well, would reach the model as written).
     """
+    unknown = [var for var in prompt.inputs if supplied and var not in supplied]
+    if unknown:
+        raise PromptError(f"{prompt.source}: 'inputs' declares {', '.join(unknown)}, which the code does not fill in "
+                          f"this prompt; it fills {', '.join(supplied)}")
     for key, text in _templates(prompt.templates):
         for var in _VAR.findall(text):
             if var in supplied and var not in prompt.inputs:

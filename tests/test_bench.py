@@ -486,6 +486,9 @@ def test_report_table_interval_and_plot(tmp_path, capsys):
     assert "empty does not exist: give the results folder of a codeforest bench" in capsys.readouterr().err
     assert main(["report", str(tmp_path / "report.md")]) == 2
     assert "report.md is not a folder" in capsys.readouterr().err
+    assert main(["bench", "--graph", "direct", "--dataset", "humaneval", "--limit", "1", "--out",
+                 str(tmp_path / "report.md"), "--base-url", "http://127.0.0.1:9/v1"]) == 2
+    assert "report.md is a file: --out names the results folder" in capsys.readouterr().err
     (tmp_path / "empty").mkdir()
     assert main(["report", str(tmp_path / "empty")]) == 2
     assert "No results in" in capsys.readouterr().err

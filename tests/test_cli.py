@@ -115,6 +115,11 @@ def test_errors_are_one_clear_line(capsys, tmp_path):
     assert main(["solve", "--dataset", "humaneval", "--problem", "0", "--prompts-dir", str(tmp_path / "prompts"),
                  "--base-url", "http://127.0.0.1:9/v1"]) == 2
     assert "uses {problem} but 'inputs' does not declare it" in capsys.readouterr().err
+    (tmp_path / "prompts" / "solver.yaml").write_text("inputs: [problme]\ntemplates:\n  user: 'Solve {problme}'\n")
+    assert main(["solve", "--dataset", "humaneval", "--problem", "0", "--prompts-dir", str(tmp_path / "prompts"),
+                 "--base-url", "http://127.0.0.1:9/v1"]) == 2
+    assert ("solver.yaml: 'inputs' declares problme, which the code does not fill in this prompt; it fills problem, "
+            "hint, thoughts") in " ".join(capsys.readouterr().err.split())
 
 
 def test_a_wrong_setting_is_one_line_naming_the_setting(capsys, monkeypatch):
@@ -178,6 +183,9 @@ def test_more_command_line_mistakes_are_one_clear_line(capsys, tmp_path):
         assert main(args) == 2
         assert f"No steps file {tmp_path / 'typo.jsonl'}" in capsys.readouterr().err
     assert not (tmp_path / "kb").exists()  # no empty knowledge base was made
+    assert main(["kb", "build", "--from", "mbpp_typo", "--out", str(tmp_path / "kb"), "--data-dir", str(tmp_path)]) == 2
+    assert "Dataset 'mbpp_typo' with reference solutions not found" in " ".join(capsys.readouterr().err.split())
+    assert not (tmp_path / "kb").exists()
     with pytest.raises(SystemExit) as stopped:
         main(["bench-concurrency", "--concurrency", ","])
     assert stopped.value.code == 2 and "',' holds no number" in capsys.readouterr().err
@@ -244,3 +252,17 @@ def test_solve_describes_an_mcts_selection_by_its_path():
         "selected node n5 by the path n1 > n5"
     assert _describe({"event": "selected", "node": "n2", "round": 1, "passed": 1, "total": 2, "best": "n2"}) == \
         "round 1: chose node n2 (1/2 public tests), best so far n2"
+
+
+def test_a_command_line_mistake_is_the_error_and_where_help_is_not_the_usage_block(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["bench", "--graph", "nope", "--dataset", "humaneval"])
+    lines = capsys.readouterr().err.splitlines()
+    assert stopped.value.code == 2 and len(lines) == 2
+    assert lines[0].startswith("codeforest bench: error: argument --graph: invalid choice: 'nope'")
+    assert lines[1] == "see: codeforest bench --help"
+    with pytest.raises(SystemExit) as stopped:
+        main(["--version"])
+    assert stopped.value.code == 0
+    name, number = capsys.readouterr().out.split()
+    assert name == "codeforest" and number[0].isdigit()

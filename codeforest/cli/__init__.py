@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from importlib.metadata import version
 
 from pydantic import ValidationError
 from rich.markup import escape
@@ -55,9 +56,19 @@ def one_line(exc: BaseException) -> str:
     return "; ".join(reasons)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose mistakes are the error and a pointer to ``--help`` rather than the whole usage
+    block above the error (a command's usage runs to 20 lines)."""
+
+    def error(self, message: str):
+        """Print the error and where the options are, then exit with status 2."""
+        self.exit(2, f"{self.prog}: error: {message}\nsee: {self.prog} --help\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``codeforest`` argument parser with every command."""
-    parser = argparse.ArgumentParser(prog="codeforest", description="Tree-search code-generation agents.")
+    parser = Parser(prog="codeforest", description="Tree-search code-generation agents.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version('codeforest')}")
     sub = parser.add_subparsers(dest="command")
     for group in COMMAND_GROUPS:
         group.register(sub)

@@ -77,11 +77,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     context = context_from_args(args)
     note_single_candidate(context)
+    dataset = dataset_label(args.dataset)
+    out = Path(args.out or f"runs/{dataset}-{model_label(context.model)}")
+    if out.exists() and not out.is_dir():
+        raise DatasetError(f"{out} is a file: --out names the results folder")
     tasks = load_dataset(args.dataset, args.data_dir)
     problems = args.problems.split(",") if args.problems else None
     tasks = select_tasks(tasks, problems=problems, limit=args.limit, sample=args.sample, seed=args.seed)
-    dataset = dataset_label(args.dataset)
-    out = Path(args.out or f"runs/{dataset}-{model_label(context.model)}")
     if args.tokens_of:  # --tokens-of and --token-budget exclude each other
         budgets = [mean_tokens_of(read_results(out), args.tokens_of, model=context.model, dataset=dataset)]
         err.print(f"{args.tokens_of} spent {budgets[0]:,} tokens a problem in {out}: the token budget")
