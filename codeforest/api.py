@@ -32,6 +32,7 @@ def solve(problem: Problem, graph: str = "direct", *, context: object = None,
     is derived from the budget, and parallel branches get as many threads as the context asks for
     (``rethink_concurrency``, ``bester_concurrency``). With a checkpointer, the run is stored on
     ``thread_id`` (default: the problem id); a new run on a used thread starts from a clean tree and cost.
+    An exception leaving the graph carries the cost of the steps finished before it as ``cost_before_error``.
     """
     context = context_for(graph, context)
     if checkpointer is None and model is None:  # the module's compiled graph: compiling costs up to 0.15 s a run
@@ -43,12 +44,17 @@ def solve(problem: Problem, graph: str = "direct", *, context: object = None,
         config["configurable"] = {"thread_id": thread_id or problem["id"]}
     started = time.monotonic()
     final: dict = {}
-    for mode, chunk in compiled.stream({"problem": problem}, config, context=context,
-                                       stream_mode=["custom", "values"]):
-        if mode == "custom" and on_event is not None:
-            on_event(chunk)
-        elif mode == "values":
-            final = chunk
+    try:
+        for mode, chunk in compiled.stream({"problem": problem}, config, context=context,
+                                           stream_mode=["custom", "values"]):
+            if mode == "custom" and on_event is not None:
+                on_event(chunk)
+            elif mode == "values":
+                final = chunk
+    except Exception as exc:
+        # what the finished steps spent, for the caller's record of the failure (the failing step's calls are lost)
+        exc.cost_before_error = add_cost(final.get("cost"), None)
+        raise
     output = {k: final.get(k) for k in OUTPUT_KEYS}
     output["cost"] = {**add_cost(final.get("cost"), None), "wall_s": round(time.monotonic() - started, 3)}
     return output

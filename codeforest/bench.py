@@ -334,6 +334,9 @@ class Bench:
         except Exception as exc:  # noqa: BLE001 - one problem's failure must not end the run
             record["error"] = redact(f"{type(exc).__name__}: {exc}")
             record["traceback"] = redact(portable_traceback(traceback.format_exc(limit=8)))
+            spent = getattr(exc, "cost_before_error", None)
+            if spent is not None:  # the graph raised: a lower bound, the raising step's calls are lost
+                record.update({k: spent.get(k, 0) for k in COST_FIELDS})
         return nodes
 
     def _scored_selection(self, task: Task, selection: dict, record: dict) -> dict:

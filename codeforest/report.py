@@ -26,8 +26,8 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, flo
 def summarize(records: list[dict]) -> list[dict]:
     """One row per (graph, model): pass@1 and its interval, mean pass rate, tokens and calls. A graph run with
     other settings (an ablation) is its own row, its ``graph`` the run label, e.g. ``rethink_mcts
-    rethink_rethink=false``. A problem whose graph raised counts as failed; its model cost, lost with the
-    exception, is left out of the means of tokens and calls."""
+    rethink_rethink=false``. A problem whose graph raised counts as failed; its model cost, known only in part
+    (the raising step's calls are lost), is left out of the means of tokens and calls."""
     groups: dict[tuple, list[dict]] = {}
     for record in latest_records(records):
         groups.setdefault((run_label(record), record.get("model")), []).append(record)
@@ -35,16 +35,16 @@ def summarize(records: list[dict]) -> list[dict]:
     for (graph, model), group in groups.items():
         n = len(group)
         solved = sum(bool(r.get("private_passed")) for r in group)
-        tokens = sum(tokens_spent(r) for r in group)
-        costed = max(1, sum(1 for r in group if not r.get("traceback")))  # a raised graph's record holds no cost
+        costed = [r for r in group if not r.get("traceback")]  # a raised graph's record holds part of its cost
+        tokens = sum(tokens_spent(r) for r in costed)
         low, high = wilson_interval(solved, n)
         counted = [r for r in group if "public_passing_programs" in r and (r.get("tree_programs") or r.get("programs"))]
         rows.append({
             "graph": graph, "model": model, "problems": n, "solved": solved,
             "pass_at_1": solved / n, "ci_low": low, "ci_high": high,
             "mean_pass_rate": sum(r.get("private_pass_rate") or 0.0 for r in group) / n,
-            "mean_tokens": tokens / costed,
-            "mean_calls": sum(r.get("llm_calls", 0) for r in group) / costed,
+            "mean_tokens": tokens / max(1, len(costed)),
+            "mean_calls": sum(r.get("llm_calls", 0) for r in costed) / max(1, len(costed)),
             "tokens_per_solved": tokens / solved if solved else None,
             "mean_wall_s": sum(r.get("wall_s", 0) for r in group) / n,
             # RethinkMCTS Table 3: the share of the tree's programs passing every public test, a rethought

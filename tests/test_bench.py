@@ -700,13 +700,33 @@ def test_a_run_of_another_dataset_in_the_folder_is_not_taken_as_done(tmp_path):
 
 
 def test_a_raised_graphs_lost_cost_is_left_out_of_the_cost_means():
-    """An exception record counts as failed but, holding no cost, does not pull tokens and calls a problem down."""
-    records = _plain_records("tree", {}, 4000, {0}, problems=2)
-    records.append({**records[0], "problem_id": "P/2", "private_passed": False, "prompt_tokens": 0, "llm_calls": 0,
+    """An exception record counts as failed but, holding only part of its cost, does not move tokens and calls a
+    problem."""
+    records = [{**r, "llm_calls": 2} for r in _plain_records("tree", {}, 4000, {0}, problems=2)]
+    records.append({**records[0], "problem_id": "P/2", "private_passed": False, "prompt_tokens": 900, "llm_calls": 1,
                     "error": "KeyError: 'x'", "traceback": "Traceback ..."})
     row = summarize(records)[0]
     assert (row["problems"], row["solved"], row["errors"]) == (3, 1, 1)
-    assert row["mean_tokens"] == 4000 and row["tokens_per_solved"] == 8000
+    assert row["mean_tokens"] == 4000 and row["mean_calls"] == 2 and row["tokens_per_solved"] == 8000
+
+
+def test_a_graph_raising_midway_records_what_its_finished_steps_spent(tmp_path):
+    """Not a model failure (a bug, say): the record keeps the error and the cost of the steps before it."""
+    tasks = load_dataset("humaneval")[:1]
+    replies = iter(["```python\ndef has_close_elements(*args):\n    return None\n```"] * 2)
+
+    def respond(messages):  # two failing samples, then something no graph expects
+        reply = next(replies, None)
+        if reply is None:
+            raise KeyError("unexpected")
+        return reply
+
+    model = RespondingChatModel(respond=respond)
+    context = context_for("resample", None, resample_n=5)
+    Bench(["resample"], tasks, tmp_path, context=context, dataset="humaneval", model=model).run()
+    [record] = read_results(tmp_path)
+    assert record["error"] == "KeyError: 'unexpected'" and record["traceback"]
+    assert record["llm_calls"] == 2 and record["programs"] == 2 and record["prompt_tokens"] > 0
 
 
 def test_a_recorded_traceback_names_no_machine_folder():
