@@ -32,6 +32,7 @@ from codeforest.jsonl import append_records, read_records
 from codeforest.problems import Task
 from codeforest.registry import context_for
 from codeforest.scoring import held_out, private_test_count, score_private
+from codeforest.tools import stopwatch
 from codeforest.tools.prm import prm_input, prm_steps
 from codeforest.tools.redaction import redact
 
@@ -137,12 +138,14 @@ def covered(out: str | Path, *, label: str | None = None, model: str | None = No
 
 
 def collect(tasks: list[tuple[str, Task]], out: str | Path, context: object = None, *, label: str = "private",
-            on_problem: Callable[[dict, int, int], None] | None = None, model=None) -> int:
+            on_problem: Callable[[dict, int, int], None] | None = None, model=None,
+            on_start: Callable[[str, str, dict], None] | None = None) -> int:
     """Search, label and append each (dataset, task) not yet in ``out``; returns how many were added.
 
     A problem without private tests beyond its public ones (no labels) is skipped before its search and written
     as a problem line with ``skipped``; one whose search raised or ended on a model fault is not written, so a
-    rerun collects it again. ``on_problem`` sees all of those as ``skipped``."""
+    rerun collects it again. ``on_problem`` sees all of those as ``skipped``. ``on_start`` gets each searched
+    problem's dataset, id and its ``stopwatch.timing`` tally (its model calls so far) as the search starts."""
     if label not in LABELS:
         raise ValueError(f"label must be one of {', '.join(LABELS)}, not {label!r}")
     # no selector: every code of the tree is labelled and the final pick is unused, so Tester calls would be waste
@@ -161,7 +164,10 @@ def collect(tasks: list[tuple[str, Task]], out: str | Path, context: object = No
             append_records(out, [problem])
         else:
             try:
-                result = solve(task.problem, "gvr", context=context, model=model)  # the public problem only
+                with stopwatch.timing() as clock:
+                    if on_start:
+                        on_start(dataset, task.id, clock)
+                    result = solve(task.problem, "gvr", context=context, model=model)  # the public problem only
                 nodes = result["nodes"] or {}
                 scores = code_scores(nodes, unseen, context, label)
             except Exception as exc:  # noqa: BLE001 - one problem's failure must not stall the whole collection

@@ -33,7 +33,8 @@ from codeforest.bench import (
     write_samples,
 )
 from codeforest.cli import main
-from codeforest.cli.bench import finished_line, heartbeat
+from codeforest.cli.bench import finished_line
+from codeforest.cli.common import heartbeat
 from codeforest.context import Context
 from codeforest.graphs.bester import BesterContext
 from codeforest.graphs.rethink_mcts import RethinkContext

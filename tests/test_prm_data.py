@@ -251,3 +251,29 @@ def test_labels_of_a_function_problem_count_its_private_asserts_one_by_one(data_
     assert collect([("mbpp500", task)], out, settings, model=RespondingChatModel(respond=lambda m: partly)) == 1
     samples = [r for r in read_records(out)[0] if r["type"] == "sample"]
     assert [s["label"] for s in samples] == [[pytest.approx(1 / 2, abs=1e-5)]]
+
+
+def test_the_cli_says_what_it_collects_and_what_it_is_searching_while_a_search_runs(fixtures, tmp_path, monkeypatch,
+                                                                                     capsys):
+    """A log file, not a terminal: a start line, then a line naming the problem in flight and its calls so far."""
+    import functools
+    import time
+
+    from codeforest.cli import common, prm
+    from codeforest.tools import stopwatch
+
+    def searches(*args, **kwargs):
+        with stopwatch.timed(stopwatch.MODEL):  # one answered model call
+            pass
+        time.sleep(0.5)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(prm_data, "solve", searches)
+    monkeypatch.setattr(prm, "heartbeat", functools.partial(common.heartbeat, log_every_s=0.1))
+    out = tmp_path / "prm.jsonl"
+    assert cli.main(["collect-prm", "--dataset", str(fixtures / "functions.jsonl"), "--limit", "1",
+                     "--out", str(out)]) == 3
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"collect-prm: 1 problems of functions, model local; data in {out}" in err
+    assert "in flight: collect-prm functions Mini/1 (1 calls, 0 min)" in err
+    assert err.index("in flight") < err.index("Mini/1: skipped (raised RuntimeError: stop here)")

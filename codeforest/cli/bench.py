@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import threading
-import time
 from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
 
-from codeforest.bench import in_flight_line
 from codeforest.cli.common import (
     SETTINGS_EPILOG,
     add_cache_arg,
@@ -21,6 +18,7 @@ from codeforest.cli.common import (
     dataset_label,
     err,
     first_few,
+    heartbeat,
     note_single_candidate,
     positive_int,
 )
@@ -175,28 +173,6 @@ def finished_line(record: dict) -> str:
     prm = f" (+{record['prm_calls']} PRM)" if record.get("prm_calls") else ""
     return (f"{record['graph']} {record['problem_id']}: {verdict} ({record['stop_reason']}), {record['llm_calls']} "
             f"calls{prm}, {tokens_spent(record):,} tokens, {record['wall_s']:.0f} s")
-
-
-@contextlib.contextmanager
-def heartbeat(bench, show, *, live: bool, every_s: float = 2.0, log_every_s: float = 600.0):
-    """While a bench runs, refresh the bar's in-flight count (a terminal), or, when the log is a file, print what is
-    running every ``log_every_s``: a search can take an hour between two finished problems."""
-    stop = threading.Event()
-
-    def beat() -> None:
-        while not stop.wait(every_s if live else log_every_s):
-            if live:
-                show()
-            elif running := bench.in_flight():
-                err.print(f"{time.strftime('%H:%M:%S')} in flight: {in_flight_line(running)}")
-
-    thread = threading.Thread(target=beat, name="bench-heartbeat", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import threading
+import time
 from pathlib import Path
 
 from rich.console import Console
 
+from codeforest.bench import in_flight_line
 from codeforest.context import Context
 from codeforest.prompts import check_prompts_dir
 
@@ -116,3 +120,26 @@ def note_single_candidate(context: Context) -> None:
         err.print(f"[yellow]note:[/yellow] selector {context.selector} with min_candidates 1: searches that stop at "
                   "their first public-passing program (resample, codetree, bester, reflexion, rpm_mcts) leave it "
                   "one candidate then; raise --min-candidates to give it a choice (e.g. resample_n for resample)")
+
+
+@contextlib.contextmanager
+def heartbeat(watched, show, *, live: bool, every_s: float = 2.0, log_every_s: float = 600.0):
+    """While a bench (or anything with ``in_flight()`` in its shape) runs, call ``show`` to refresh the bar (a
+    terminal), or, when the log is a file, print what is running every ``log_every_s``: a search can take an hour
+    between two finished problems."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(every_s if live else log_every_s):
+            if live:
+                show()
+            elif running := watched.in_flight():
+                err.print(f"{time.strftime('%H:%M:%S')} in flight: {in_flight_line(running)}")
+
+    thread = threading.Thread(target=beat, name="heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from pathlib import Path
 
+from codeforest.bench import in_flight_line
 from codeforest.cli.common import (
     SETTINGS_EPILOG,
     add_cache_arg,
@@ -14,10 +16,12 @@ from codeforest.cli.common import (
     dataset_label,
     err,
     first_few,
+    heartbeat,
     positive_int,
 )
 from codeforest.problems import load_dataset
 from codeforest.registry import context_for
+from codeforest.tools import stopwatch
 
 EXIT_INCOMPLETE = 3  # some problems were not collected (a model fault or a raise): a rerun collects them
 
@@ -69,12 +73,21 @@ def cmd_collect_prm(args: argparse.Namespace) -> int:
             tasks = select_tasks(load_dataset(name, args.data_dir), problems=args.problems.split(",") if
                                  args.problems else None, limit=args.limit, sample=args.sample, seed=args.seed)
             per_dataset.append([(dataset_label(name), t) for t in tasks])
+        drawn = sum(map(len, per_dataset))
+        err.print(f"collect-prm: {drawn} problems of {', '.join(map(dataset_label, args.dataset))}, model "
+                  f"{context.model}; data in {args.out} (the problems it holds are skipped)", markup=False)
         with Progress(TextColumn("collect-prm"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=err) as bar:
-            task = bar.add_task("collect", total=None)
+                      TextColumn("{task.fields[status]}"), console=err) as bar:
+            task = bar.add_task("collect", total=None, status="")
+            searching = Searching()
+
+            def show() -> None:
+                running = searching.in_flight()
+                bar.update(task, status=f"  {in_flight_line(running)}" if running else "")
 
             def on_problem(problem: dict, i: int, total: int) -> None:
-                bar.update(task, total=total, completed=i)
+                searching.current = None
+                bar.update(task, total=total, completed=i, status="")
                 if problem.get("skipped"):
                     if problem["skipped"] != UNLABELABLE:  # a model fault or a raise: a rerun collects it
                         unwritten.append(f"{problem['dataset']} {problem['problem_id']}")
@@ -86,7 +99,9 @@ def cmd_collect_prm(args: argparse.Namespace) -> int:
                           f"{problem['codes']} programs, mean label {problem['mean_label']}, {problem['tokens']:,} "
                           f"tokens, {problem['wall_s']:.0f} s  [{i}/{total}]", markup=False)
 
-            added = collect(interleave(per_dataset), args.out, context, label=args.label, on_problem=on_problem)
+            with heartbeat(searching, show, live=err.is_terminal):
+                added = collect(interleave(per_dataset), args.out, context, label=args.label, on_problem=on_problem,
+                                on_start=searching.start)
         err.print(f"added {added} problems to {args.out}")
         if unwritten:  # a model fault or a raise: the data is incomplete, in the exit status too, for scripts
             err.print(f"{len(unwritten)} problem(s) not collected ({first_few(unwritten)}): a rerun collects them",
@@ -97,3 +112,22 @@ def cmd_collect_prm(args: argparse.Namespace) -> int:
         return EXIT_INCOMPLETE if unwritten else 0
     print(json.dumps(label_distribution(args.out), indent=2))
     return EXIT_INCOMPLETE if unwritten else 0
+
+
+class Searching:
+    """The problem collect-prm is searching, for the heartbeat: an hour can pass between two finished problems."""
+
+    def __init__(self):
+        self.current: tuple | None = None
+
+    def start(self, dataset: str, problem_id: str, clock: dict) -> None:
+        """Called by ``collect`` as a problem's search starts."""
+        self.current = (dataset, problem_id, time.monotonic(), clock)
+
+    def in_flight(self) -> list[dict]:
+        """The problem being searched, in ``Bench.in_flight``'s shape."""
+        if self.current is None:
+            return []
+        dataset, problem_id, started, clock = self.current
+        return [{"graph": f"collect-prm {dataset}", "problem_id": problem_id, "elapsed_s": time.monotonic() - started,
+                 "calls": stopwatch.model_calls(clock)}]
