@@ -36,7 +36,8 @@ def register(sub) -> None:
     where.add_argument("--problem-file", help="a .jsonl/.json file in the benchmark format")
     solve.add_argument("--problem", help="problem id, e.g. HumanEval/0 or 0 (optional with a one-problem "
                                          "--problem-file)")
-    solve.add_argument("--graph", default="direct", choices=graph_names())
+    solve.add_argument("--graph", default="direct", choices=graph_names(),
+                       help="the search method (default direct, one call, no search; the README's table)")
     solve.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     solve.add_argument("--show-nodes", action="store_true", help="print the node table after the code")
     add_context_args(solve)
