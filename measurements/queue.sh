@@ -23,7 +23,12 @@ AI="measurements/apps-intro-1.5b"
 # prompt characters from earlier prompts, against 18% for 256 MiB, and prompt reading is most of a call's time here.
 # Measured live in session 30: 20% of prompt tokens came from the cache (51 calls), the pace did not measurably
 # change (0.48 calls a minute against about 0.5), and the process grew from 2.3 to 4.6 GB.
-export CODEFOREST_LLAMA_SETTINGS='{"n_cache_reuse": 256, "cache_ram_mib": 2048}'
+# One KV cache per slot since session 34 (`kv_unified: false`; each slot holds 8,192 tokens, what a request is
+# meant to have, and none of the 2,420 calls cached in apps-interview-1.5b went over 7,000). On the unified cache each
+# slot's attention ran over every slot's cells (llama.cpp PR 14363: "cross-sequence attention which we then simply
+# discard"): with four long rethink_mcts calls the slots decoded 0.8-1.5 tokens/s each, against about 7 at short
+# contexts. Only the engine changes: prompts, output limits and cached answers are the same.
+export CODEFOREST_LLAMA_SETTINGS='{"n_cache_reuse": 256, "cache_ram_mib": 2048, "kv_unified": false}'
 bench() { echo "== $(date -u +%FT%TZ) $*"; codeforest bench --model local --cache --seed 5 --sample 20 \
     --concurrency "${QUEUE_CONCURRENCY:-4}" --request-timeout 7200 --retry-errors "$@"; }
 
