@@ -21,6 +21,7 @@ import logging
 import statistics
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from codeforest.api import solve
@@ -139,13 +140,15 @@ def covered(out: str | Path, *, label: str | None = None, model: str | None = No
 
 def collect(tasks: list[tuple[str, Task]], out: str | Path, context: object = None, *, label: str = "private",
             on_problem: Callable[[dict, int, int], None] | None = None, model=None,
-            on_start: Callable[[str, str, dict], None] | None = None) -> int:
-    """Search, label and append each (dataset, task) not yet in ``out``; returns how many were added.
+            on_start: Callable[[str, str, dict], None] | None = None, concurrency: int = 1) -> int:
+    """Search, label and append each (dataset, task) not yet in ``out``, ``concurrency`` at a time; returns how many
+    were added.
 
     A problem without private tests beyond its public ones (no labels) is skipped before its search and written
     as a problem line with ``skipped``; one whose search raised or ended on a model fault is not written, so a
-    rerun collects it again. ``on_problem`` sees all of those as ``skipped``. ``on_start`` gets each searched
-    problem's dataset, id and its ``stopwatch.timing`` tally (its model calls so far) as the search starts."""
+    rerun collects it again. ``on_problem`` sees all of those as ``skipped``, in the order they finish.
+    ``on_start`` gets each searched problem's dataset, id and its ``stopwatch.timing`` tally (its model calls so
+    far) as the search starts, from the thread that searches it."""
     if label not in LABELS:
         raise ValueError(f"label must be one of {', '.join(LABELS)}, not {label!r}")
     # no selector: every code of the tree is labelled and the final pick is unused, so Tester calls would be waste
@@ -153,43 +156,51 @@ def collect(tasks: list[tuple[str, Task]], out: str | Path, context: object = No
     settings = result_settings(context)
     done = covered(out, label=label, model=context.model, settings=settings)
     todo = [(d, t) for d, t in tasks if (d, t.id) not in done]
-    added = 0
-    for i, (dataset, task) in enumerate(todo, 1):
+
+    def one(dataset: str, task: Task) -> tuple[dict, list[dict]]:
+        """The problem line and the records to append (none for a problem a rerun should collect)."""
         started = time.monotonic()
         problem = {"type": "problem", "format": FORMAT, "dataset": dataset, "problem_id": task.id}
         unseen = held_out(task)
         if unseen is None:  # written, so the file says it was drawn and why it has no samples; never retried
             log.warning("%s %s has no private tests beyond its public ones to label from: skipped", dataset, task.id)
             problem.update(skipped=UNLABELABLE, samples=0, label_source=label, model=context.model, settings=settings)
-            append_records(out, [problem])
-        else:
-            try:
-                with stopwatch.timing() as clock:
-                    if on_start:
-                        on_start(dataset, task.id, clock)
-                    result = solve(task.problem, "gvr", context=context, model=model)  # the public problem only
-                nodes = result["nodes"] or {}
-                scores = code_scores(nodes, unseen, context, label)
-            except Exception as exc:  # noqa: BLE001 - one problem's failure must not stall the whole collection
-                log.exception("%s %s raised: not written, a rerun collects it", dataset, task.id)
-                problem["skipped"] = redact(f"raised {type(exc).__name__}: {exc}")
-        if "skipped" not in problem:
-            written = samples(task, nodes, step_labels(nodes, scores), dataset)
-            steps = [x for s in written for x in s["label"]]
-            problem.update(samples=len(written), codes=len(scores), label_source=label, model=context.model,
-                           settings=settings, label_tests=private_test_count(unseen),
-                           private_tests=private_test_count(task), stop_reason=result["stop_reason"],
-                           error=result.get("error"), mean_label=round(statistics.fmean(steps), 4) if steps else None,
-                           tokens=tokens_spent(result["cost"]), wall_s=round(time.monotonic() - started, 1))
-            if result["stop_reason"] == "model_error":
-                log.warning("%s %s: the search ended on a model fault (%s): not written, a rerun collects it",
-                            dataset, task.id, result.get("error"))
-                problem["skipped"] = f"model fault: {result.get('error')}"
-            else:
-                append_records(out, [*written, problem])
-                added += 1
-        if on_problem:
-            on_problem(problem, i, len(todo))
+            return problem, [problem]
+        try:
+            with stopwatch.timing() as clock:
+                if on_start:
+                    on_start(dataset, task.id, clock)
+                result = solve(task.problem, "gvr", context=context, model=model)  # the public problem only
+            nodes = result["nodes"] or {}
+            scores = code_scores(nodes, unseen, context, label)
+        except Exception as exc:  # noqa: BLE001 - one problem's failure must not stall the whole collection
+            log.exception("%s %s raised: not written, a rerun collects it", dataset, task.id)
+            problem["skipped"] = redact(f"raised {type(exc).__name__}: {exc}")
+            return problem, []
+        written = samples(task, nodes, step_labels(nodes, scores), dataset)
+        steps = [x for s in written for x in s["label"]]
+        problem.update(samples=len(written), codes=len(scores), label_source=label, model=context.model,
+                       settings=settings, label_tests=private_test_count(unseen),
+                       private_tests=private_test_count(task), stop_reason=result["stop_reason"],
+                       error=result.get("error"), mean_label=round(statistics.fmean(steps), 4) if steps else None,
+                       tokens=tokens_spent(result["cost"]), wall_s=round(time.monotonic() - started, 1))
+        if result["stop_reason"] == "model_error":
+            log.warning("%s %s: the search ended on a model fault (%s): not written, a rerun collects it",
+                        dataset, task.id, result.get("error"))
+            problem["skipped"] = f"model fault: {result.get('error')}"
+            return problem, []
+        return problem, [*written, problem]
+
+    added = 0
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        futures = [pool.submit(one, dataset, task) for dataset, task in todo]
+        for i, future in enumerate(as_completed(futures), 1):
+            problem, records = future.result()
+            if records:  # one append from this thread: a problem's samples and its line stay together
+                append_records(out, records)
+            added += "skipped" not in problem
+            if on_problem:
+                on_problem(problem, i, len(todo))
     return added
 
 

@@ -82,10 +82,11 @@ CODEFOREST_RESAMPLE_N=8 bench --dataset apps_interview150 --out "$AV" --graph re
 resample_at_tokens_of apps_interview150 "$AV" gvr
 bench --dataset apps_interview150 --out "$AV" --graph rethink_mcts
 resample_at_tokens_of apps_interview150 "$AV" rethink_mcts
-# twice: the second pass retries a problem the first left unwritten (a model fault or a raise), replaying its calls
+# twice: the second pass retries a problem the first left unwritten (a model fault or a raise), replaying its calls;
+# 4 problems at once like the benches (since session 35)
 for pass in 1 2; do
     echo "== $(date -u +%FT%TZ) collect-prm, pass $pass"
     codeforest collect-prm --dataset mbpp500 --sample 20 --seed 5 --model local --cache --request-timeout 7200 \
-        --out measurements/prm-data/mbpp500-20.jsonl
+        --concurrency "${QUEUE_CONCURRENCY:-4}" --out measurements/prm-data/mbpp500-20.jsonl
 done
 echo "== $(date -u +%FT%TZ) queue done"

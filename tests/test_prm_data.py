@@ -277,3 +277,50 @@ def test_the_cli_says_what_it_collects_and_what_it_is_searching_while_a_search_r
     assert f"collect-prm: 1 problems of functions, model local; data in {out}" in err
     assert "in flight: collect-prm functions Mini/1 (1 calls, 0 min)" in err
     assert err.index("in flight") < err.index("Mini/1: skipped (raised RuntimeError: stop here)")
+
+
+def test_problems_are_searched_at_once_and_each_is_written_whole(tmp_path):
+    """With concurrency 2 both searches wait on each other's first call (one at a time, the barrier breaks)."""
+    import threading
+
+    other = Task({**TASK.problem, "id": "T/inc2"}, TASK.private_tests, "test")
+    both_started = threading.Barrier(2, timeout=10)
+    calls, lock = [], threading.Lock()
+    recorder = Recorder()
+
+    def respond(messages):
+        with lock:
+            calls.append(len(calls))
+            first_two = len(calls) <= 2
+        if first_two:
+            both_started.wait()
+        return recorder(messages)
+
+    out, seen = tmp_path / "prm.jsonl", []
+    settings = {"gvr_rollouts": 3, "gvr_width": 2, "structured_output": False}
+    added = collect([("mini", TASK), ("mini", other)], out, settings, model=RespondingChatModel(respond=respond),
+                    on_problem=lambda problem, i, n: seen.append((problem["problem_id"], i, n)), concurrency=2)
+    assert added == 2 and sorted(p for p, _, _ in seen) == ["T/inc", "T/inc2"]
+    assert [(i, n) for _, i, n in seen] == [(1, 2), (2, 2)]  # counted as they finish
+    assert covered(out) == {("mini", "T/inc"), ("mini", "T/inc2")}
+    records, _ = read_records(out)
+    # each problem's samples come right before its own problem line, never interleaved with the other's
+    for end in (i for i, r in enumerate(records) if r["type"] == "problem"):
+        problem_id = records[end]["problem_id"]
+        run = records[max(0, end - records[end]["samples"]):end]
+        assert len(run) == 3 and all(r["type"] == "sample" and r["problem_id"] == problem_id for r in run)
+        assert sorted(r["label"][0] for r in run) == [0.5, 1.0, 1.0]
+
+
+def test_the_cli_searches_as_many_problems_at_once_as_the_embedded_server_has_slots(fixtures, tmp_path,
+                                                                                      monkeypatch):
+    seen = {}
+
+    def collect_at(tasks, out, context, **kwargs):
+        seen.update(concurrency=kwargs["concurrency"], slots=context.server_slots)
+        return 0
+
+    monkeypatch.setattr(prm_data, "collect", collect_at)
+    assert cli.main(["collect-prm", "--dataset", str(fixtures / "functions.jsonl"), "--limit", "1",
+                     "--concurrency", "3", "--out", str(tmp_path / "prm.jsonl")]) == 0
+    assert seen == {"concurrency": 3, "slots": 3}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import threading
 import time
 from pathlib import Path
 
@@ -43,6 +44,8 @@ def register(sub) -> None:
     prm.add_argument("--label", choices=["private", "mean"], default="private",
                      help="a code's score: its private pass rate (the paper) or the mean of public and private "
                           "(the released code)")
+    prm.add_argument("--concurrency", type=positive_int, default=1,
+                     help="problems searched at once (the embedded model serves as many at a time)")
     prm.add_argument("--stats", action="store_true", help="only print the label distribution of --out")
     add_cache_arg(prm, "<out>.responses.sqlite")
     add_context_args(prm, selector=False)  # every code of the tree is labelled, none is chosen
@@ -68,6 +71,8 @@ def cmd_collect_prm(args: argparse.Namespace) -> int:
             context = context_for("gvr", context, gvr_rollouts=args.rollouts)
         if args.cache is not None:
             context.cache_path = args.cache or f"{args.out}.responses.sqlite"
+        if not context.base_url:
+            context.server_slots = max(context.server_slots, args.concurrency)
         per_dataset = []
         for name in args.dataset:
             tasks = select_tasks(load_dataset(name, args.data_dir), problems=args.problems.split(",") if
@@ -86,7 +91,7 @@ def cmd_collect_prm(args: argparse.Namespace) -> int:
                 bar.update(task, status=f"  {in_flight_line(running)}" if running else "")
 
             def on_problem(problem: dict, i: int, total: int) -> None:
-                searching.current = None
+                searching.finish(problem["dataset"], problem["problem_id"])
                 bar.update(task, total=total, completed=i, status="")
                 if problem.get("skipped"):
                     if problem["skipped"] != UNLABELABLE:  # a model fault or a raise: a rerun collects it
@@ -101,7 +106,7 @@ def cmd_collect_prm(args: argparse.Namespace) -> int:
 
             with heartbeat(searching, show, live=err.is_terminal):
                 added = collect(interleave(per_dataset), args.out, context, label=args.label, on_problem=on_problem,
-                                on_start=searching.start)
+                                on_start=searching.start, concurrency=args.concurrency)
         err.print(f"added {added} problems to {args.out}")
         if unwritten:  # a model fault or a raise: the data is incomplete, in the exit status too, for scripts
             err.print(f"{len(unwritten)} problem(s) not collected ({first_few(unwritten)}): a rerun collects them",
@@ -115,19 +120,26 @@ def cmd_collect_prm(args: argparse.Namespace) -> int:
 
 
 class Searching:
-    """The problem collect-prm is searching, for the heartbeat: an hour can pass between two finished problems."""
+    """The problems collect-prm is searching, for the heartbeat: an hour can pass between two finished problems."""
 
     def __init__(self):
-        self.current: tuple | None = None
+        self._running: dict[tuple[str, str], tuple[float, dict]] = {}
+        self._lock = threading.Lock()  # searches start in worker threads; the heartbeat reads
 
     def start(self, dataset: str, problem_id: str, clock: dict) -> None:
         """Called by ``collect`` as a problem's search starts."""
-        self.current = (dataset, problem_id, time.monotonic(), clock)
+        with self._lock:
+            self._running[(dataset, problem_id)] = (time.monotonic(), clock)
+
+    def finish(self, dataset: str, problem_id: str) -> None:
+        """Called as a problem is done (collected or skipped)."""
+        with self._lock:
+            self._running.pop((dataset, problem_id), None)
 
     def in_flight(self) -> list[dict]:
-        """The problem being searched, in ``Bench.in_flight``'s shape."""
-        if self.current is None:
-            return []
-        dataset, problem_id, started, clock = self.current
-        return [{"graph": f"collect-prm {dataset}", "problem_id": problem_id, "elapsed_s": time.monotonic() - started,
-                 "calls": stopwatch.model_calls(clock)}]
+        """The problems being searched, in ``Bench.in_flight``'s shape."""
+        with self._lock:
+            running = list(self._running.items())
+        now = time.monotonic()
+        return [{"graph": f"collect-prm {dataset}", "problem_id": problem_id, "elapsed_s": now - started,
+                 "calls": stopwatch.model_calls(clock)} for (dataset, problem_id), (started, clock) in running]
