@@ -27,7 +27,10 @@ AI="measurements/apps-intro-1.5b"
 # meant to have, and none of the 2,420 calls cached in apps-interview-1.5b went over 7,000). On the unified cache each
 # slot's attention ran over every slot's cells (llama.cpp PR 14363: "cross-sequence attention which we then simply
 # discard"): with four long rethink_mcts calls the slots decoded 0.8-1.5 tokens/s each, against about 7 at short
-# contexts. Only the engine changes: prompts, output limits and cached answers are the same.
+# contexts. Only the engine changes: prompts, output limits and cached answers are the same. Seen live the next
+# session: 2 to 4 new rethink_mcts calls a minute, against 0.1 to 0.4 on the unified cache, but over other calls
+# (more of them early in a search, with short prompts), so no controlled comparison: bench-model --slots 4 on
+# four long calls put kv_split within noise (measurements/bench-model/slots4).
 export CODEFOREST_LLAMA_SETTINGS='{"n_cache_reuse": 256, "cache_ram_mib": 2048, "kv_unified": false}'
 bench() { echo "== $(date -u +%FT%TZ) $*"; codeforest bench --model local --cache --seed 5 --sample 20 \
     --concurrency "${QUEUE_CONCURRENCY:-4}" --request-timeout 7200 --retry-errors "$@"; }
