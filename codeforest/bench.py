@@ -21,7 +21,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from pathlib import Path
 
 from langchain_core.language_models import BaseChatModel
@@ -37,6 +37,7 @@ from codeforest.scoring import private_test_count, score_private
 from codeforest.tools import stopwatch
 from codeforest.tools.redaction import redact
 from codeforest.tools.sandbox import isolation
+from codeforest.workers import problem_pool
 
 log = logging.getLogger("codeforest.bench")
 
@@ -260,7 +261,7 @@ class Bench:
         progress = Progress(total=len(todo), skipped=len(self.graphs) * len(self.tasks) - len(todo))
         if on_progress:
             on_progress(progress, None)
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+        with problem_pool(self.concurrency) as pool:
             futures = [pool.submit(self.run_one, graph, task) for graph, task in todo]
             for future in as_completed(futures):
                 try:

@@ -21,7 +21,7 @@ import logging
 import statistics
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from pathlib import Path
 
 from codeforest.api import solve
@@ -36,6 +36,7 @@ from codeforest.scoring import held_out, private_test_count, score_private
 from codeforest.tools import stopwatch
 from codeforest.tools.prm import prm_input, prm_steps
 from codeforest.tools.redaction import redact
+from codeforest.workers import problem_pool
 
 log = logging.getLogger("codeforest.prm_data")
 FORMAT = "codeforest-prm/5"  # 2: thoughts numbered "i-Thought: ..." in `process` and `input`; 3: labels from
@@ -192,7 +193,7 @@ def collect(tasks: list[tuple[str, Task]], out: str | Path, context: object = No
         return problem, [*written, problem]
 
     added = 0
-    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+    with problem_pool(concurrency) as pool:
         futures = [pool.submit(one, dataset, task) for dataset, task in todo]
         for i, future in enumerate(as_completed(futures), 1):
             problem, records = future.result()

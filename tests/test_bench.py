@@ -278,6 +278,28 @@ def test_report_compares_an_ablation_with_its_graph_at_defaults(tmp_path):
                                         "another final program on 3 (P/0, P/1, P/2)")
 
 
+def test_ctrl_c_stops_at_once_without_the_problems_in_flight_or_not_started(tmp_path):
+    """Leaving a thread pool's block runs every queued problem first, and the interpreter's exit waits for the
+    ones running: here 4 problems are answered, the next 2 hang in flight, and 14 more wait."""
+    slow = FakeOpenAI(["```python\ndef f():\n    pass\n```"] * 50, delay=0.2, faults=[None] * 4 + ["stall"] * 46,
+                      stall_s=600)
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "codeforest.cli", "bench", "--graph", "direct", "--dataset",
+                             "humaneval", "--limit", "20", "--concurrency", "2", "--base-url", slow.url, "--model",
+                             "fake", "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300  # a loaded machine starts Python slowly
+        while (len(read_results(out)) < 4 or len(slow.requests) < 6) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)  # far below the 600 s the two in flight would take
+        assert proc.returncode == 130 and "interrupted" in err
+        assert len(read_results(out)) == 4 and len(slow.requests) == 6
+    finally:
+        proc.kill()
+        slow.close()
+
+
 def test_sigkill_loses_at_most_the_problems_in_flight(tmp_path):
     reply = ["```python\ndef f():\n    pass\n```"] * 50
     slow, rerun = FakeOpenAI(reply, delay=0.4), FakeOpenAI(reply)

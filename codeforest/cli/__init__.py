@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from importlib.metadata import version
 
 from pydantic import ValidationError
@@ -20,6 +22,7 @@ from codeforest.tools.models import ModelError
 from codeforest.tools.redaction import redact
 from codeforest.tools.sandbox_e2b import SandboxServiceError
 
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 COMMAND_GROUPS = (solve, bench, speed, kb, prm, serve)  # the order of the commands in --help
 
 
@@ -41,7 +44,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         err.print("interrupted")
-        return 130
+        return EXIT_INTERRUPTED
+
+
+def entry() -> None:
+    """The ``codeforest`` console script: ``main``, then its exit status. After Ctrl-C the process ends at once
+    rather than wait for the problems still being searched on worker threads (their answered model calls are in
+    the response cache, and a rerun of bench or collect-prm starts them again)."""
+    code = main()
+    if code == EXIT_INTERRUPTED:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 def one_line(exc: BaseException) -> str:

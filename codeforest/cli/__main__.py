@@ -1,8 +1,6 @@
 """``python -m codeforest.cli``: the ``codeforest`` command."""
 
-import sys
-
-from codeforest.cli import main
+from codeforest.cli import entry
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
