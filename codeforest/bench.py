@@ -37,7 +37,7 @@ from codeforest.scoring import private_test_count, score_private
 from codeforest.tools import stopwatch
 from codeforest.tools.redaction import redact
 from codeforest.tools.sandbox import isolation
-from codeforest.workers import problem_pool
+from codeforest.workers import InFlight, problem_pool
 
 log = logging.getLogger("codeforest.bench")
 
@@ -212,8 +212,7 @@ class Bench:
         self.checkpointer = checkpointer  # persists every graph step, thread id "<run label>:<problem id>"
         self.runner = runner  # solves elsewhere, e.g. a server_runs.ServerSolver: (problem, graph, context, key)
         self._write_lock = threading.Lock()
-        self._running: dict[tuple[str, str], tuple[float, dict]] = {}  # (graph, problem) -> (start, time tally)
-        self._running_lock = threading.Lock()  # worker threads add and remove; the progress display reads
+        self._running = InFlight()
 
     @property
     def model_name(self) -> str:
@@ -241,12 +240,7 @@ class Bench:
     def in_flight(self) -> list[dict]:
         """The problems being solved now: graph, problem id, seconds so far and model calls finished (None when a
         server runs the graphs: its calls are not seen here)."""
-        with self._running_lock:
-            running = list(self._running.items())
-        now = time.monotonic()
-        return [{"graph": graph, "problem_id": problem, "elapsed_s": now - started,
-                 "calls": None if self.runner is not None else stopwatch.model_calls(clock)}
-                for (graph, problem), (started, clock) in running]
+        return self._running.in_flight(calls=self.runner is None)
 
     def run(self, on_progress: Callable[[Progress, dict | None], None] | None = None) -> Progress:
         """Run every pending pair, ``concurrency`` at a time; append each record as it finishes.
@@ -292,13 +286,11 @@ class Bench:
                   "isolation": isolation(context.sandbox)}
         started = time.monotonic()
         with stopwatch.timing() as clock:
-            with self._running_lock:
-                self._running[(graph, task.id)] = (started, clock)
+            self._running.start(graph, task.id, clock)
             try:
                 nodes = self._solve_and_score(graph, task, context, record)
             finally:
-                with self._running_lock:
-                    self._running.pop((graph, task.id), None)
+                self._running.finish(graph, task.id)
         for key in COST_FIELDS:
             record.setdefault(key, 0)
         wall = time.monotonic() - started

@@ -1,10 +1,14 @@
-"""Whole problems on worker threads, which Ctrl-C stops at once."""
+"""Whole problems on worker threads, which Ctrl-C stops at once, and the record of which are running."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+
+from codeforest.tools import stopwatch
 
 
 @contextmanager
@@ -19,3 +23,31 @@ def problem_pool(workers: int) -> Iterator[ThreadPoolExecutor]:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
+
+
+class InFlight:
+    """The problems running now, for the progress display: worker threads add and remove them while it reads."""
+
+    def __init__(self):
+        self._running: dict[tuple[str, str], tuple[float, dict]] = {}  # (run, problem) -> (start, time tally)
+        self._lock = threading.Lock()
+
+    def start(self, run: str, problem_id: str, clock: dict) -> None:
+        """A problem of ``run`` (a graph, say) starts; ``clock`` is its ``stopwatch.timing`` tally."""
+        with self._lock:
+            self._running[(run, problem_id)] = (time.monotonic(), clock)
+
+    def finish(self, run: str, problem_id: str) -> None:
+        """The problem is done (or never started)."""
+        with self._lock:
+            self._running.pop((run, problem_id), None)
+
+    def in_flight(self, calls: bool = True) -> list[dict]:
+        """Each running problem: ``graph`` (its run), ``problem_id``, seconds so far and model calls finished
+        (``None`` without ``calls``: a server runs the model, its calls are not seen here)."""
+        with self._lock:
+            running = list(self._running.items())
+        now = time.monotonic()
+        return [{"graph": run, "problem_id": problem, "elapsed_s": now - started,
+                 "calls": stopwatch.model_calls(clock) if calls else None}
+                for (run, problem), (started, clock) in running]

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import threading
-import time
 from pathlib import Path
 
 from codeforest.bench import in_flight_line
@@ -22,7 +20,7 @@ from codeforest.cli.common import (
 )
 from codeforest.problems import load_dataset
 from codeforest.registry import context_for
-from codeforest.tools import stopwatch
+from codeforest.workers import InFlight
 
 EXIT_INCOMPLETE = 3  # some problems were not collected (a model fault or a raise): a rerun collects them
 
@@ -84,14 +82,14 @@ def cmd_collect_prm(args: argparse.Namespace) -> int:
         with Progress(TextColumn("collect-prm"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       TextColumn("{task.fields[status]}"), console=err) as bar:
             task = bar.add_task("collect", total=None, status="")
-            searching = Searching()
+            searching = InFlight()  # runs named "collect-prm <dataset>"
 
             def show() -> None:
                 running = searching.in_flight()
                 bar.update(task, status=f"  {in_flight_line(running)}" if running else "")
 
             def on_problem(problem: dict, i: int, total: int) -> None:
-                searching.finish(problem["dataset"], problem["problem_id"])
+                searching.finish(f"collect-prm {problem['dataset']}", problem["problem_id"])
                 bar.update(task, total=total, completed=i, status="")
                 if problem.get("skipped"):
                     if problem["skipped"] != UNLABELABLE:  # a model fault or a raise: a rerun collects it
@@ -106,7 +104,8 @@ def cmd_collect_prm(args: argparse.Namespace) -> int:
 
             with heartbeat(searching, show, live=err.is_terminal):
                 added = collect(interleave(per_dataset), args.out, context, label=args.label, on_problem=on_problem,
-                                on_start=searching.start, concurrency=args.concurrency)
+                                on_start=lambda dataset, problem_id, clock: searching.start(
+                                    f"collect-prm {dataset}", problem_id, clock), concurrency=args.concurrency)
         err.print(f"added {added} problems to {args.out}")
         if unwritten:  # a model fault or a raise: the data is incomplete, in the exit status too, for scripts
             err.print(f"{len(unwritten)} problem(s) not collected ({first_few(unwritten)}): a rerun collects them",
@@ -117,29 +116,3 @@ def cmd_collect_prm(args: argparse.Namespace) -> int:
         return EXIT_INCOMPLETE if unwritten else 0
     print(json.dumps(label_distribution(args.out), indent=2))
     return EXIT_INCOMPLETE if unwritten else 0
-
-
-class Searching:
-    """The problems collect-prm is searching, for the heartbeat: an hour can pass between two finished problems."""
-
-    def __init__(self):
-        self._running: dict[tuple[str, str], tuple[float, dict]] = {}
-        self._lock = threading.Lock()  # searches start in worker threads; the heartbeat reads
-
-    def start(self, dataset: str, problem_id: str, clock: dict) -> None:
-        """Called by ``collect`` as a problem's search starts."""
-        with self._lock:
-            self._running[(dataset, problem_id)] = (time.monotonic(), clock)
-
-    def finish(self, dataset: str, problem_id: str) -> None:
-        """Called as a problem is done (collected or skipped)."""
-        with self._lock:
-            self._running.pop((dataset, problem_id), None)
-
-    def in_flight(self) -> list[dict]:
-        """The problems being searched, in ``Bench.in_flight``'s shape."""
-        with self._lock:
-            running = list(self._running.items())
-        now = time.monotonic()
-        return [{"graph": f"collect-prm {dataset}", "problem_id": problem_id, "elapsed_s": now - started,
-                 "calls": stopwatch.model_calls(clock)} for (dataset, problem_id), (started, clock) in running]
