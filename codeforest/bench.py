@@ -8,9 +8,7 @@ synced), so a killed run loses only the problems in flight, and rerunning skips 
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import fcntl
 import json
 import logging
 import os
@@ -37,7 +35,7 @@ from codeforest.scoring import private_test_count, score_private
 from codeforest.tools import stopwatch
 from codeforest.tools.redaction import redact
 from codeforest.tools.sandbox import isolation
-from codeforest.workers import InFlight, problem_pool
+from codeforest.workers import InFlight, held, problem_pool
 
 log = logging.getLogger("codeforest.bench")
 
@@ -133,32 +131,10 @@ class RunnerLost(RuntimeError):
     resumes."""
 
 
-class FolderBusy(RuntimeError):
-    """Another process holds a results folder."""
-
-
-@contextlib.contextmanager
 def locked(out_dir: Path):
     """An exclusive lock on a results folder for one bench process; a second one stops with the holder's pid."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / LOCK
-    with open(path, "a+") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock.seek(0)
-            holder = lock.read().strip() or "unknown"
-            raise FolderBusy(f"{out_dir} is in use by another codeforest bench (pid {holder}); wait for it to "
-                             "finish or stop it, or choose another --out") from None
-        lock.seek(0)
-        lock.truncate()
-        lock.write(f"{os.getpid()}\n")
-        lock.flush()
-        try:
-            yield
-        finally:
-            lock.seek(0)
-            lock.truncate()
+    return held(out_dir / LOCK, f"{out_dir} is in use by another codeforest bench", "or choose another --out")
 
 
 def _safe_name(text: str) -> str:
@@ -245,7 +221,7 @@ class Bench:
     def run(self, on_progress: Callable[[Progress, dict | None], None] | None = None) -> Progress:
         """Run every pending pair, ``concurrency`` at a time; append each record as it finishes.
 
-        The folder is locked for the run: a second bench on it stops at once (``FolderBusy``).
+        The folder is locked for the run: a second bench on it stops at once (``InUse``).
         """
         with locked(self.out):
             return self._run(on_progress)

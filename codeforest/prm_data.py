@@ -36,7 +36,7 @@ from codeforest.scoring import held_out, private_test_count, score_private
 from codeforest.tools import stopwatch
 from codeforest.tools.prm import prm_input, prm_steps
 from codeforest.tools.redaction import redact
-from codeforest.workers import problem_pool
+from codeforest.workers import held, problem_pool
 
 log = logging.getLogger("codeforest.prm_data")
 FORMAT = "codeforest-prm/5"  # 2: thoughts numbered "i-Thought: ..." in `process` and `input`; 3: labels from
@@ -147,7 +147,8 @@ def collect(tasks: list[tuple[str, Task]], out: str | Path, context: object = No
 
     A problem without private tests beyond its public ones (no labels) is skipped before its search and written
     as a problem line with ``skipped``; one whose search raised or ended on a model fault is not written, so a
-    rerun collects it again. ``on_problem`` sees all of those as ``skipped``, in the order they finish.
+    rerun collects it again. ``on_problem`` sees all of those as ``skipped``, in the order they finish. A second
+    process on the same ``out`` stops at once (``workers.InUse``), naming the holder's pid.
     ``on_start`` gets each searched problem's dataset, id and its ``stopwatch.timing`` tally (its model calls so
     far) as the search starts, from the thread that searches it."""
     if label not in LABELS:
@@ -155,8 +156,6 @@ def collect(tasks: list[tuple[str, Task]], out: str | Path, context: object = No
     # no selector: every code of the tree is labelled and the final pick is unused, so Tester calls would be waste
     context = context_for("gvr", context, gvr_max_refines=0, selector="public", min_candidates=1)
     settings = result_settings(context)
-    done = covered(out, label=label, model=context.model, settings=settings)
-    todo = [(d, t) for d, t in tasks if (d, t.id) not in done]
 
     def one(dataset: str, task: Task) -> tuple[dict, list[dict]]:
         """The problem line and the records to append (none for a problem a rerun should collect)."""
@@ -193,7 +192,12 @@ def collect(tasks: list[tuple[str, Task]], out: str | Path, context: object = No
         return problem, [*written, problem]
 
     added = 0
-    with problem_pool(concurrency) as pool:
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    with (held(Path(f"{out}.lock"), f"{out} is being written by another codeforest collect-prm",
+               "or choose another --out"),
+          problem_pool(concurrency) as pool):
+        done = covered(out, label=label, model=context.model, settings=settings)
+        todo = [(d, t) for d, t in tasks if (d, t.id) not in done]
         futures = [pool.submit(one, dataset, task) for dataset, task in todo]
         for i, future in enumerate(as_completed(futures), 1):
             problem, records = future.result()

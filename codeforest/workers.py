@@ -1,12 +1,16 @@
-"""Whole problems on worker threads, which Ctrl-C stops at once, and the record of which are running."""
+"""Whole problems on worker threads, which Ctrl-C stops at once, the record of which are running, and the lock
+that keeps a second process off the same results."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from pathlib import Path
 
 from codeforest.tools import stopwatch
 
@@ -51,3 +55,29 @@ class InFlight:
         return [{"graph": run, "problem_id": problem, "elapsed_s": now - started,
                  "calls": stopwatch.model_calls(clock) if calls else None}
                 for (run, problem), (started, clock) in running]
+
+
+class InUse(RuntimeError):
+    """Another process holds the results this one would write."""
+
+
+@contextmanager
+def held(lock_path: Path, in_use: str, instead: str) -> Iterator[None]:
+    """An exclusive lock on ``lock_path`` for this process (it holds our pid while held); while another process
+    holds it, raise ``InUse``: "<in_use> (pid N); wait for it to finish or stop it, <instead>"."""
+    with open(lock_path, "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            holder = lock.read().strip() or "unknown"
+            raise InUse(f"{in_use} (pid {holder}); wait for it to finish or stop it, {instead}") from None
+        lock.seek(0)
+        lock.truncate()
+        lock.write(f"{os.getpid()}\n")
+        lock.flush()
+        try:
+            yield
+        finally:
+            lock.seek(0)
+            lock.truncate()

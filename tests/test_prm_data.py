@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -13,6 +14,7 @@ from codeforest.prm_data import code_scores, collect, covered, label_distributio
 from codeforest.problems import Task, load_problem
 from codeforest.tools.prm import STEP_TAG
 from codeforest.tools.testing import TestSuite
+from codeforest.workers import held
 from tests.fakes import RespondingChatModel
 
 PRIVATE_MARK = "inc(10**9)"
@@ -324,3 +326,19 @@ def test_the_cli_searches_as_many_problems_at_once_as_the_embedded_server_has_sl
     assert cli.main(["collect-prm", "--dataset", str(fixtures / "functions.jsonl"), "--limit", "1",
                      "--concurrency", "3", "--out", str(tmp_path / "prm.jsonl")]) == 0
     assert seen == {"concurrency": 3, "slots": 3}
+
+
+def test_a_second_collection_into_the_same_file_stops_naming_the_holder(fixtures, tmp_path, monkeypatch, capsys):
+    """Two processes appending the same problems would write each one twice."""
+    searched = []
+    monkeypatch.setattr(prm_data, "solve", lambda *args, **kwargs: searched.append(args) or {})
+    out = tmp_path / "prm.jsonl"
+    with held(tmp_path / "prm.jsonl.lock", "held", "or not"):
+        assert cli.main(["collect-prm", "--dataset", str(fixtures / "functions.jsonl"), "--limit", "1",
+                         "--out", str(out)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"{out} is being written by another codeforest collect-prm (pid {os.getpid()})" in err
+    assert not searched and not out.exists()
+    monkeypatch.undo()  # released when the holder is done: the next collection runs
+    settings = {"gvr_rollouts": 1, "gvr_width": 1, "structured_output": False}
+    assert collect([("mini", TASK)], out, settings, model=RespondingChatModel(respond=Recorder())) == 1

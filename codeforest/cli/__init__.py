@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from rich.markup import escape
 
 from codeforest.agents.base import ModelFault
-from codeforest.bench import FolderBusy, RunnerLost
+from codeforest.bench import RunnerLost
 from codeforest.cli import bench, kb, prm, serve, solve, speed
 from codeforest.cli.common import err
 from codeforest.problems import DatasetError
@@ -21,6 +21,7 @@ from codeforest.tools.knowledge import KnowledgeError
 from codeforest.tools.models import ModelError
 from codeforest.tools.redaction import redact
 from codeforest.tools.sandbox_e2b import SandboxServiceError
+from codeforest.workers import InUse
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 COMMAND_GROUPS = (solve, bench, speed, kb, prm, serve)  # the order of the commands in --help
@@ -38,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
                   "README's Configuration)")
     try:
         return args.func(args)
-    except (DatasetError, ModelError, ModelFault, PromptError, SandboxServiceError, FolderBusy, KnowledgeError,
+    except (DatasetError, ModelError, ModelFault, PromptError, SandboxServiceError, InUse, KnowledgeError,
             RunnerLost, ValueError, OSError) as exc:  # OSError: a file named on the command line, a full disk
         err.print(f"[red]error:[/red] {escape(redact(one_line(exc)))}")
         return 2
