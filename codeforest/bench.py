@@ -31,7 +31,7 @@ from codeforest.graphs.state import tokens_spent
 from codeforest.jsonl import append_record
 from codeforest.problems import Task
 from codeforest.registry import context_for, graph_budget
-from codeforest.scoring import private_test_count, score_private
+from codeforest.scoring import private_test_count, score_plus, score_private
 from codeforest.tools import stopwatch
 from codeforest.tools.redaction import redact
 from codeforest.tools.sandbox import isolation
@@ -40,6 +40,7 @@ from codeforest.workers import InFlight, held, problem_pool
 log = logging.getLogger("codeforest.bench")
 
 RESULTS = "results.jsonl"
+PLUS_RESCORED = "plus.jsonl"  # EvalPlus verdicts of a HumanEval or MBPP run's finals (bench --rescore-plus)
 LOCK = ".lock"
 COST_FIELDS = ("llm_calls", "prompt_tokens", "completion_tokens", "programs", "sandbox_runs", "parse_failures",
                "cached_calls", "prm_calls", "wall_s")
@@ -123,6 +124,29 @@ def read_results(out_dir: str | Path) -> list[dict]:
             log.warning("%s:%d: not a result record (needs %s), skipped", path, lineno, " and ".join(RECORD_KEYS))
             continue
         records.append(record)
+    return with_plus_verdicts(records, Path(out_dir) / PLUS_RESCORED)
+
+
+def with_plus_verdicts(records: list[dict], path: Path) -> list[dict]:
+    """Records with the EvalPlus verdicts ``bench --rescore-plus`` wrote for their final programs (matched by
+    problem and program), where they have none of their own."""
+    if not path.is_file():
+        return records
+    from codeforest.evalplus import PLUS_OF, code_sha256, plus_id
+
+    verdicts = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+            verdicts[row["problem_id"], row["code_sha256"]] = row
+        except (ValueError, TypeError, KeyError):
+            continue  # a line cut by a kill
+    for record in records:
+        if "plus_passed" in record or record.get("dataset") not in PLUS_OF or record.get("error"):
+            continue
+        row = verdicts.get((plus_id(record["problem_id"]), code_sha256(record.get("final_code") or "")))
+        if row:
+            record.update(plus_passed=row["plus_passed"], plus_pass_rate=row["plus_pass_rate"], plus_rescored=True)
     return records
 
 
@@ -296,6 +320,9 @@ class Bench:
                 record["error"] = redact(f"model_error: {output['error']}")
             score = score_private(task, record["final_code"], backend=self.context.sandbox)
             record.update(private_passed=bool(score.passed), private_pass_rate=score.pass_rate or 0.0)
+            plus = score_plus(task, record["final_code"], backend=self.context.sandbox)
+            if plus is not None:  # EvalPlus: private_passed is the base verdict, plus_passed base + plus
+                record.update(plus_passed=bool(plus.passed), plus_pass_rate=plus.pass_rate or 0.0)
             if output.get("selection"):
                 record["selection"] = self._scored_selection(task, output["selection"], record)
         except RunnerLost:

@@ -42,7 +42,7 @@ def topic_source(prompt: Prompt) -> str:
 
 def default_kb_path() -> Path:
     """The default knowledge base: built from the packaged steps into the user cache."""
-    from codeforest.tools.models import cache_dir
+    from codeforest.tools import cache_dir
 
     return cache_dir() / "kb" / "default"
 

@@ -18,12 +18,10 @@ from typing import Literal
 
 from typing_extensions import TypedDict
 
+from codeforest.datasets import DATASETS, DatasetInfo, dataset_info, locate
 from codeforest.tools.testing import KINDS, TestSuite
 
 DATA_ENV = "CODEFOREST_DATA"
-FUNCTION_FILES = ["humaneval164", "mbpp500", "apps_introductory150", "apps_interview150", "codecontests150"]
-STDIO_FILES = ["apps_stdio150"]
-ALIASES = {"humaneval": "humaneval164", "mbpp": "mbpp500", "apps_stdio": "apps_stdio150"}
 
 
 class StdioTest(TypedDict):
@@ -74,6 +72,8 @@ class Task:
     problem: Problem
     private_tests: TestSuite | None
     source: str  # where the problem came from, for the user to see
+    plus_tests: TestSuite | None = None  # EvalPlus's base + plus inputs, where the dataset has them
+    released: str | None = None  # the contest date (ISO), where the dataset has one
 
     @property
     def id(self) -> str:
@@ -109,28 +109,50 @@ def find_data_dir(explicit: str | os.PathLike | None = None) -> Path | None:
 
 
 def load_dataset(name: str, data_dir: str | os.PathLike | None = None) -> list[Task]:
-    """Load a benchmark by name (file name without extension) or a path to a user's JSONL/JSON file."""
+    """Load a benchmark by name (``codeforest data list``) or a path to a user's JSONL/JSON file."""
     path = Path(name).expanduser()
     if path.suffix in (".jsonl", ".json"):
         if not path.is_file():
             raise DatasetError(f"Problem file {path} does not exist")
         return _load_file(path)
-    stem = ALIASES.get(name, name)
-    if stem not in FUNCTION_FILES + STDIO_FILES:
+    info = dataset_info(name)
+    if info is None:
         if path.suffix or path.exists():  # a file of another kind, a folder
             raise DatasetError(f"{path}: a problem file is .jsonl (one problem a line) or .json (a list of problems)")
-        known = ", ".join(["humaneval", *FUNCTION_FILES[1:], *STDIO_FILES])
-        raise DatasetError(f"Unknown dataset {name!r}; known: {known}, or a path to a .jsonl file")
+        raise DatasetError(f"Unknown dataset {name!r}; known: {', '.join(DATASETS)} (aliases: humaneval, mbpp, "
+                           "humaneval+, mbpp+, livecodebench), or a path to a .jsonl file")
     folder = find_data_dir(data_dir)
-    if folder is not None:
-        ext = ".json" if stem in STDIO_FILES else ".jsonl"
-        file = folder / f"{stem}{ext}"
-        if file.is_file():
-            return _load_file(file)
-    if stem == "humaneval164":
+    paths = [locate(file, folder) for file in info.files]
+    if all(paths):
+        return _load_format(info, paths)
+    if info.name == "humaneval164":
         return load_humaneval_package()
-    where = f" in {folder}" if folder else f" (no data folder: pass --data-dir or set ${DATA_ENV})"
-    raise DatasetError(f"Dataset {stem!r} not found{where}")
+    missing = ", ".join(f.local for f, p in zip(info.files, paths, strict=True) if p is None)
+    looked = f"{folder} and the user cache" if folder else "the user cache (no data folder given)"
+    raise DatasetError(f"Dataset {info.name!r} is not on this machine ({missing} not in {looked}): run "
+                       f"`codeforest data fetch {info.name}`, or pass --data-dir a folder holding it")
+
+
+def _load_format(info: DatasetInfo, paths: list[Path]) -> list[Task]:
+    if info.format == "papers":
+        return _load_file(paths[0])
+    if info.format == "livecodebench":
+        from codeforest.livecodebench import load_livecodebench
+
+        return load_livecodebench(paths)
+    from codeforest.evalplus import load_evalplus
+
+    return load_evalplus(info, paths[0])
+
+
+def released_between(tasks: list[Task], since: str | None, until: str | None) -> list[Task]:
+    """The tasks whose contest date (``YYYY-MM-DD``) lies in ``[since, until]``, for contamination control; a
+    dataset without dates is refused rather than silently kept whole."""
+    if not since and not until:
+        return tasks
+    if any(task.released is None for task in tasks):
+        raise DatasetError("--since/--until: this dataset has no contest dates (LiveCodeBench has)")
+    return [t for t in tasks if (not since or t.released >= since) and (not until or t.released <= until)]
 
 
 def load_problem(dataset: str, problem_id: str, data_dir: str | os.PathLike | None = None) -> Task:
@@ -330,14 +352,14 @@ def docstring_tests(prompt: str, entry_point: str) -> list[str]:
 def reference_solutions(name: str, data_dir: str | os.PathLike | None = None) -> list[dict]:
     """The problems of a function-style benchmark file with their reference solutions, for building a knowledge
     base from a split other than the one evaluated: ``{"id", "prompt", "solution"}`` each (no tests)."""
-    stem = ALIASES.get(name, name)
     path = Path(name).expanduser()
     if path.suffix != ".jsonl":
-        folder = find_data_dir(data_dir)
-        if folder is None or not (folder / f"{stem}.jsonl").is_file():
-            raise DatasetError(f"Dataset {stem!r} with reference solutions not found"
-                               f"{f' in {folder}' if folder else ' (no data folder: pass --data-dir)'}")
-        path = folder / f"{stem}.jsonl"
+        info = dataset_info(name)
+        found = locate(info.files[0], find_data_dir(data_dir)) if info and info.format == "papers" else None
+        if found is None or found.suffix != ".jsonl":
+            raise DatasetError(f"Dataset {name!r} with reference solutions not found: a function-style file of the "
+                               f"papers (`codeforest data fetch {name}`, or --data-dir) or a .jsonl path")
+        path = found
     found = [{"id": str(rec["task_id"]), "prompt": rec["prompt"], "solution": rec["canonical_solution"]}
              for _, rec in _jsonl(path)
              if isinstance(rec, dict) and isinstance(rec.get("canonical_solution"), str) and rec.get("task_id")]

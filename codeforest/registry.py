@@ -23,7 +23,8 @@ GRAPHS = {
 
 
 # variables read outside any context: the data folder, the model cache, the llama.cpp settings, the bwrap choice
-STANDALONE_ENV = frozenset({"CODEFOREST_DATA", "CODEFOREST_CACHE", "CODEFOREST_LLAMA_SETTINGS", "CODEFOREST_BWRAP"})
+STANDALONE_ENV = frozenset({"CODEFOREST_DATA", "CODEFOREST_CACHE", "CODEFOREST_LLAMA_SETTINGS", "CODEFOREST_BWRAP",
+                            "CODEFOREST_DATA_MIRROR"})
 
 
 def unknown_env_settings(environ: Mapping[str, str] = os.environ) -> list[str]:

@@ -38,10 +38,17 @@ def summarize(records: list[dict]) -> list[dict]:
         costed = [r for r in group if not r.get("traceback")]  # a raised graph's record holds part of its cost
         tokens = sum(tokens_spent(r) for r in costed)
         low, high = wilson_interval(solved, n)
+        plus = [r for r in group if "plus_passed" in r]
+        plus_solved = sum(bool(r["plus_passed"]) for r in plus)
+        plus_low, plus_high = wilson_interval(plus_solved, len(plus)) if plus else (None, None)
         counted = [r for r in group if "public_passing_programs" in r and (r.get("tree_programs") or r.get("programs"))]
         rows.append({
             "graph": graph, "model": model, "problems": n, "solved": solved,
             "pass_at_1": solved / n, "ci_low": low, "ci_high": high,
+            # EvalPlus's verdict (base + plus inputs), where the records have it: None otherwise
+            "plus_problems": len(plus), "plus_solved": plus_solved if plus else None,
+            "plus_pass_at_1": plus_solved / len(plus) if plus else None, "plus_ci_low": plus_low,
+            "plus_ci_high": plus_high,
             "mean_pass_rate": sum(r.get("private_pass_rate") or 0.0 for r in group) / n,
             "mean_tokens": tokens / max(1, len(costed)),
             "mean_calls": sum(r.get("llm_calls", 0) for r in costed) / max(1, len(costed)),
@@ -111,6 +118,19 @@ def plot(rows: list[dict], path: str | Path) -> Path:
 
 SUMMARY_COLUMNS = ("graph", "model", "budget", "problems", "pass@1 (95% CI)", "mean pass rate", "tokens/problem",
                    "calls/problem", "tokens/solved", "public-pass share", "errors")
+PLUS_COLUMN = "plus pass@1 (95% CI)"  # EvalPlus's base + plus verdict, beside the base pass@1
+
+
+def summary_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """The summary's header and cells; with a plus pass@1 column beside pass@1 when a run has EvalPlus verdicts."""
+    columns, cells = list(SUMMARY_COLUMNS), [summary_cells(r) for r in rows]
+    if any(r.get("plus_pass_at_1") is not None for r in rows):
+        at = columns.index("pass@1 (95% CI)") + 1
+        columns.insert(at, PLUS_COLUMN)
+        for row, line in zip(rows, cells, strict=True):
+            line.insert(at, "-" if row.get("plus_pass_at_1") is None else f"{100 * row['plus_pass_at_1']:.1f} "
+                        f"({100 * row['plus_ci_low']:.1f}-{100 * row['plus_ci_high']:.1f})")
+    return columns, cells
 
 
 SELECTION_COLUMNS = ("graph", "problems", "public-passing but wrong", "selector changed the final", "fixed",
@@ -275,7 +295,7 @@ def markdown(records: list[dict]) -> str:
         tokens = tokens_spent(record)
         return f"{verdict} ({record.get('llm_calls', 0)} calls, {tokens:,} tok)"
 
-    parts = ["## Summary", _table(SUMMARY_COLUMNS, [summary_cells(r) for r in rows]),
+    parts = ["## Summary", _table(*summary_table(rows)),
              "## Per problem (private tests)",
              _table(["problem", *graphs], [[p, *(cell(by_key.get((g, p))) for g in graphs)] for p in problems])]
 

@@ -17,13 +17,12 @@ from codeforest.bench import _safe_name, latest_records, read_results, tree_path
 from codeforest.graphs.state import tokens_spent
 from codeforest.report import (
     SELECTION_COLUMNS,
-    SUMMARY_COLUMNS,
     against_resampling,
     report,
     run_namer,
     selection_cells,
     selection_rows,
-    summary_cells,
+    summary_table,
 )
 
 PAGE = "report.html"
@@ -130,6 +129,7 @@ def html_report(out_dir: str | Path) -> Path:
         raise ValueError(f"No results in {out}")
     latest = latest_records(read_results(out))
     against = against_resampling(latest, rows)
+    columns, cells = summary_table(rows)
     name = run_namer(latest)
     graphs = list(dict.fromkeys(name(r) for r in latest))
     problems = list(dict.fromkeys(r["problem_id"] for r in latest))
@@ -157,7 +157,7 @@ def html_report(out_dir: str | Path) -> Path:
                      f'{tree_svg(nodes, record.get("final_node"), anchor)}<pre class="panel">Click a node.</pre>'
                      f"</div></details>")
     body = [f"<h1>codeforest report: {html.escape(out.name)}</h1>",
-            "<h2>Summary</h2>", _table(SUMMARY_COLUMNS, [[html.escape(c) for c in summary_cells(r)] for r in rows]),
+            "<h2>Summary</h2>", _table(columns, [[html.escape(c) for c in line] for line in cells]),
             "<h2>pass@1 against tokens</h2>",
             f'<img alt="pass@1 against tokens" src="data:image/png;base64,{plot}">' if plot else "",
             *(["<h2>Against plain resampling at no more tokens</h2>",

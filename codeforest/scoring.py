@@ -78,3 +78,12 @@ def score_private(task: Task, code: str, *, backend: str | None = None,
     share = max(MIN_ASSERT_TIMEOUT_S, timeout / total)
     one_by_one = run(code, asserts, timeout=share, backend=backend, scoring=True)
     return PrivateScore(passed=False, pass_rate=min(one_by_one.pass_rate, (total - 1) / total), total=total)
+
+
+def score_plus(task: Task, code: str, *, backend: str | None = None) -> PrivateScore | None:
+    """EvalPlus's "plus" verdict: ``code`` on the base and plus inputs together (each with its own time limit);
+    None for a task without plus tests."""
+    if task.plus_tests is None:
+        return None
+    result = run(code, task.plus_tests, timeout=FINAL_TIMEOUT_S, backend=backend, scoring=True)
+    return PrivateScore(passed=result.all_passed, pass_rate=result.pass_rate, total=result.total)

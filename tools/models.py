@@ -25,7 +25,7 @@ from pathlib import Path
 from langchain_core.language_models import BaseChatModel
 
 from codeforest.context import Context
-from codeforest.tools import install_hint
+from codeforest.tools import cache_dir, install_hint
 from codeforest.tools.cache import SQLiteResponseCache
 from codeforest.tools.redaction import redact
 
@@ -81,14 +81,6 @@ EMBEDDED = {
                            491_400_064, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"),
 }
 ALIASES = {"default": "local", "1.5b": "local", "0.5b": "small", "fast": "small"}
-
-
-def cache_dir() -> Path:
-    """Where assembled models live: ``$CODEFOREST_CACHE``, else ``$XDG_CACHE_HOME/codeforest``."""
-    if os.environ.get("CODEFOREST_CACHE"):
-        return Path(os.environ["CODEFOREST_CACHE"]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "codeforest"
 
 
 def embedded_spec(model: str) -> EmbeddedModel | None:

@@ -75,8 +75,9 @@ class ChildSandbox:
         error = None
         start = 0
         secrets = secret_values()
+        longest = max((*tests.timeouts, timeout))  # the parent's clock waits for the slowest test
         while start < total:
-            lines, crash = _masked(self._run_child(self._payload(code, tests, start, timeout), timeout), secrets)
+            lines, crash = _masked(self._run_child(self._payload(code, tests, start, timeout), longest), secrets)
             setup = next((ln for ln in lines if "setup_error" in ln), None)
             if setup:
                 error = setup["setup_error"]
@@ -97,16 +98,20 @@ class ChildSandbox:
 
     def _payload(self, code: str, tests: TestSuite, start: int, timeout: float) -> dict:
         limits = self.limits
+        remaining = sum(tests.timeouts[start:]) + timeout * max(0, len(tests) - max(start, len(tests.timeouts)))
         return {
             "code": code,
             "kind": tests.kind,
             "tests": list(tests.tests),
             "start": start,
             "timeout": timeout,
+            "timeouts": list(tests.timeouts),
+            "support": tests.support,
+            "entry_point": tests.entry_point,
             "output_limit": limits.output_chars,
             "limits": {
                 "memory_bytes": limits.memory_mb * 1024 * 1024,
-                "cpu_seconds": int(timeout * (len(tests) - start) + STARTUP_GRACE_S) + 1,
+                "cpu_seconds": int(remaining + STARTUP_GRACE_S) + 1,
                 "file_bytes": limits.file_mb * 1024 * 1024,
                 "processes": limits.processes,
             },
@@ -371,7 +376,7 @@ def _outcome(tests: TestSuite, line: dict) -> TestOutcome:
     return TestOutcome(
         test=line["test"], passed=passed, expected=line.get("expected"), actual=line.get("actual"),
         error=line.get("error"), traceback=line.get("traceback"), timed_out=bool(line.get("timed_out")),
-        reason=None if passed else reason, digest=line.get("digest"),
+        reason=None if passed else reason, digest=line.get("digest"), seconds=line.get("seconds"),
     )
 
 

@@ -7,9 +7,12 @@ A stdin/stdout test is an input string and the expected output.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Literal, get_args
+
+from codeforest.tools._runner import to_plain
 
 Kind = Literal["function", "stdio"]
 KINDS: tuple[str, ...] = get_args(Kind)
@@ -19,23 +22,37 @@ FEEDBACK_LIMIT = 2500  # characters; CodeTree's released code cuts feedback here
 
 @dataclass(frozen=True)
 class TestSuite:
-    """Tests of one kind for one program: assert snippets (with an entry point) or stdin/stdout pairs."""
+    """Tests of one kind for one program: assert snippets (with an entry point), stdin/stdout pairs, or calls of
+    the entry point whose returned values are wanted (``calls``: each test the JSON of its plain-data arguments).
+
+    ``timeouts`` gives each test its own limit in seconds (else the run's); ``support`` is trusted code run in the
+    program's namespace after it and before the tests (helpers the tests call), never part of the program.
+    """
 
     __test__ = False  # not a pytest class
 
-    kind: Kind
+    kind: Literal["function", "stdio", "calls"]
     tests: tuple = ()
     entry_point: str | None = None
+    timeouts: tuple[float, ...] = ()
+    support: str = ""
 
     @classmethod
-    def function(cls, tests: list[str], entry_point: str | None = None) -> TestSuite:
+    def function(cls, tests: list[str], entry_point: str | None = None, *, timeouts: tuple[float, ...] = (),
+                 support: str = "") -> TestSuite:
         """A suite of function-style test snippets."""
-        return cls("function", tuple(tests), entry_point)
+        return cls("function", tuple(tests), entry_point, tuple(timeouts), support)
 
     @classmethod
-    def stdio(cls, pairs: list[dict]) -> TestSuite:
+    def calls(cls, inputs: list[list], entry_point: str) -> TestSuite:
+        """Calls ``entry_point(*args)`` for each argument list, to get the values returned (``TestOutcome.actual``:
+        the value as plain-data JSON, ``seconds``: the call's time)."""
+        return cls("calls", tuple(json.dumps(to_plain(list(args))) for args in inputs), entry_point)
+
+    @classmethod
+    def stdio(cls, pairs: list[dict], *, timeouts: tuple[float, ...] = ()) -> TestSuite:
         """A suite of ``{"input": ..., "output": ...}`` pairs."""
-        return cls("stdio", tuple({"input": p["input"], "output": p["output"]} for p in pairs))
+        return cls("stdio", tuple({"input": p["input"], "output": p["output"]} for p in pairs), None, tuple(timeouts))
 
     def __len__(self) -> int:
         return len(self.tests)
@@ -56,6 +73,7 @@ class TestOutcome:
     timed_out: bool = False
     reason: str | None = None  # wrong answer | error | timeout | crash | memory | output limit | syntax
     digest: str | None = None  # a fingerprint of an output too long for ``actual`` (to tell such outputs apart)
+    seconds: float | None = None  # the call's own time (``calls`` suites)
 
 
 @dataclass

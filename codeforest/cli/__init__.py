@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from codeforest.agents.base import ModelFault
 from codeforest.bench import RunnerLost
-from codeforest.cli import bench, kb, prm, serve, solve, speed
+from codeforest.cli import bench, data, kb, prm, serve, solve, speed
 from codeforest.cli.common import err
 from codeforest.problems import DatasetError
 from codeforest.prompts import PromptError
@@ -24,7 +24,7 @@ from codeforest.tools.sandbox_e2b import SandboxServiceError
 from codeforest.workers import InUse
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
-COMMAND_GROUPS = (solve, bench, speed, kb, prm, serve)  # the order of the commands in --help
+COMMAND_GROUPS = (solve, bench, data, speed, kb, prm, serve)  # the order of the commands in --help
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,12 +19,13 @@ from codeforest.cli.common import (
     err,
     first_few,
     heartbeat,
+    iso_date,
     note_single_candidate,
     positive_int,
 )
 from codeforest.context import Context
 from codeforest.graphs.state import tokens_spent
-from codeforest.problems import DatasetError, load_dataset
+from codeforest.problems import DatasetError, load_dataset, released_between
 from codeforest.registry import graph_names
 
 EXIT_ERRORS = 3  # bench: some runs ended in an error (a model fault or a raise): the measurement is incomplete
@@ -33,14 +34,22 @@ EXIT_ERRORS = 3  # bench: some runs ended in an error (a model fault or a raise)
 def register(sub) -> None:
     """Add the bench and report commands to the ``codeforest`` subparsers."""
     bench = sub.add_parser("bench", help="run graphs on a dataset at their budgets; resumable", epilog=SETTINGS_EPILOG)
-    bench.add_argument("--graph", action="append", required=True, choices=graph_names(),
-                       help="a graph to run (repeat for several)")
-    bench.add_argument("--dataset", required=True, help="a dataset name or a .jsonl path")
+    bench.add_argument("--graph", action="append", choices=graph_names(),
+                       help="a graph to run (repeat for several); required but with --rescore-plus")
+    bench.add_argument("--dataset", help="a dataset name or a .jsonl path; required but with --rescore-plus")
+    bench.add_argument("--rescore-plus", action="store_true",
+                       help="no model call: score the final programs of the HumanEval and MBPP runs in --out on "
+                            "EvalPlus's base and plus tests (humaneval_plus, mbpp_plus), written to <out>/plus.jsonl "
+                            "and shown by report beside pass@1")
     pick = bench.add_mutually_exclusive_group()
     pick.add_argument("--problems", help="comma-separated problem ids")
     pick.add_argument("--limit", type=positive_int, help="the first N problems")
     pick.add_argument("--sample", type=positive_int, help="N problems drawn at random (with --seed)")
     bench.add_argument("--seed", type=int, default=0, help="the draw of --sample (default 0)")
+    bench.add_argument("--since", type=iso_date, metavar="YYYY-MM-DD",
+                       help="only problems whose contest date is on or after this day (LiveCodeBench: contamination "
+                            "control against a model's training cut-off); applied before --sample/--limit")
+    bench.add_argument("--until", type=iso_date, metavar="YYYY-MM-DD", help="only problems dated up to this day")
     bench.add_argument("--concurrency", type=positive_int, default=1, help="problems solved at once")
     bench.add_argument("--out", help="results folder (default: runs/<dataset>-<model>)")
     add_cache_arg(bench, "<out>/responses.sqlite")
@@ -73,13 +82,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from codeforest.bench import Bench, mean_tokens_of, parse_budgets, read_results, select_tasks, write_samples
     from codeforest.tools.models import local_model_file
 
+    if args.rescore_plus:
+        return rescore_plus(args)
+    if not args.graph or not args.dataset:
+        raise ValueError("bench needs --graph and --dataset (or --rescore-plus with --out)")
     context = context_from_args(args)
     note_single_candidate(context)
     dataset = dataset_label(args.dataset)
     out = Path(args.out or f"runs/{dataset}-{model_label(context.model)}")
     if out.exists() and not out.is_dir():
         raise DatasetError(f"{out} is a file: --out names the results folder")
-    tasks = load_dataset(args.dataset, args.data_dir)
+    tasks = released_between(load_dataset(args.dataset, args.data_dir), args.since, args.until)
     problems = args.problems.split(",") if args.problems else None
     tasks = select_tasks(tasks, problems=problems, limit=args.limit, sample=args.sample, seed=args.seed)
     if args.tokens_of:  # --tokens-of and --token-budget exclude each other
@@ -175,9 +188,29 @@ def finished_line(record: dict) -> str:
             f"calls{prm}, {tokens_spent(record):,} tokens, {record['wall_s']:.0f} s")
 
 
+def rescore_plus(args: argparse.Namespace) -> int:
+    """Score a results folder's HumanEval and MBPP finals on EvalPlus's tests, with no model call."""
+    from codeforest.bench import PLUS_RESCORED, read_results
+    from codeforest.datasets import write_atomically
+    from codeforest.evalplus import rescore_plus as rescore
+
+    if not args.out or not Path(args.out).is_dir():
+        raise DatasetError("--rescore-plus needs --out naming a folder written by codeforest bench")
+    records = read_results(args.out)
+    rows = rescore(records, args.data_dir, backend=args.sandbox)
+    if not rows:
+        raise DatasetError(f"{args.out} holds no finished HumanEval or MBPP record that EvalPlus covers")
+    path = Path(args.out) / PLUS_RESCORED
+    write_atomically(path, "".join(json.dumps(row) + "\n" for row in rows).encode())
+    fooled = sum(1 for row in rows if row["base_passed"] and not row["plus_passed"])
+    err.print(f"{len(rows)} distinct final programs scored on EvalPlus's tests ({path}): {fooled} pass the base "
+              "tests and fail the plus tests")
+    return cmd_report(argparse.Namespace(out=args.out, json=False, html=False))
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     """Print pass@1 (95% interval), pass rate and cost per graph; write the plot and report.md."""
-    from codeforest.report import MARKDOWN, SUMMARY_COLUMNS, report, summary_cells
+    from codeforest.report import MARKDOWN, report, summary_table
 
     if not Path(args.out).is_dir():
         raise DatasetError(f"{args.out} {'is not a folder' if Path(args.out).exists() else 'does not exist'}: give "
@@ -195,10 +228,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     table = Table(title=f"Results in {args.out}")
-    for column in SUMMARY_COLUMNS:
+    columns, cells = summary_table(rows)
+    for column in columns:
         table.add_column(column, justify="left" if column in ("graph", "model", "budget") else "right")
-    for r in rows:
-        table.add_row(*summary_cells(r))
+    for line in cells:
+        table.add_row(*line)
     out = Console()
     if not out.is_terminal:
         out.width = 160  # a file or a pipe: do not squeeze the table into 80 columns

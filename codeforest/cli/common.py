@@ -51,6 +51,16 @@ def seconds(text: str) -> float:
     return value
 
 
+def iso_date(text: str) -> str:
+    """An argparse type: a day as ``YYYY-MM-DD``."""
+    import datetime
+
+    try:
+        return datetime.date.fromisoformat(text).isoformat()
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date as YYYY-MM-DD") from None
+
+
 def positive_ints(text: str) -> list[int]:
     """An argparse type: comma-separated whole numbers of at least 1, e.g. ``1,8,32``."""
     values = sorted({positive_int(part.strip()) for part in text.split(",") if part.strip()})

@@ -21,7 +21,7 @@ from codeforest.cli.common import (
 from codeforest.context import Context
 from codeforest.problems import DatasetError, Task, load_dataset, load_problem
 from codeforest.registry import graph_names
-from codeforest.scoring import FINAL_TIMEOUT_S, score_private
+from codeforest.scoring import FINAL_TIMEOUT_S, score_plus, score_private
 from codeforest.tools.redaction import redact
 
 EXIT_MODEL_ERROR = 3  # solve: the model endpoint failed after its retries; the output holds the partial result
@@ -98,6 +98,9 @@ def cmd_solve(args: argparse.Namespace) -> int:
     score = score_private(task, output["final_code"] or "", backend=context.sandbox)
     output["private_passed"] = score.passed
     output["private_pass_rate"] = score.pass_rate
+    plus = score_plus(task, output["final_code"] or "", backend=context.sandbox)
+    if plus is not None:  # EvalPlus: private_passed is the base verdict, plus_passed base + plus
+        output["plus_passed"], output["plus_pass_rate"] = plus.passed, plus.pass_rate
     result = {"problem_id": task.id, "graph": args.graph, "model": context.model, **output}
     if args.json:
         print(json.dumps(_json_order(result), indent=None))
@@ -109,7 +112,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
 def _json_order(result: dict) -> dict:
     keys = ["problem_id", "graph", "model", "final_code", "final_node", "stop_reason", "error", "public_pass_rate",
             "private_passed", "private_pass_rate", "selection", "cost", "nodes"]
-    return {k: result.get(k) for k in keys}
+    plus = ["plus_passed", "plus_pass_rate"] if "plus_passed" in result else []
+    return {k: result.get(k) for k in keys + plus}
 
 
 def _describe(event: dict) -> str:
@@ -154,7 +158,8 @@ def _print_human(result: dict, show_nodes: bool) -> None:
         out.print(f"[red]the search ended early:[/red] {escape(result['error'])} (the best program so far is below)")
     rate = result["public_pass_rate"]
     public = f"{rate:.0%}" if rate is not None else "none to run (unverified)" if result["final_code"] else "not run"
-    out.print(f"public tests: {public}   private tests: {verdict[private]}")
+    plus = f"   plus tests (EvalPlus): {verdict[result['plus_passed']]}" if "plus_passed" in result else ""
+    out.print(f"public tests: {public}   private tests: {verdict[private]}{plus}")
     out.print(f"cost: {cost['llm_calls']} LLM calls, {cost['prompt_tokens']}+{cost['completion_tokens']} tokens, "
               f"{cost['programs']} programs, {cost['sandbox_runs']} sandbox runs, {cost['wall_s']:.1f} s")
     out.rule("final code")
