@@ -282,7 +282,7 @@ class Bench:
                   "budget": graph_budget(graph, context), "settings": result_settings(context),
                   "final_code": "", "stop_reason": None,
                   "public_pass_rate": 0.0, "private_passed": False, "private_pass_rate": 0.0,
-                  "private_tests": private_test_count(task), "error": None,
+                  "private_tests": 0, "error": None,
                   "isolation": isolation(context.sandbox)}
         started = time.monotonic()
         with stopwatch.timing() as clock:
@@ -305,6 +305,7 @@ class Bench:
         """Fill ``record`` with the graph's result and its private score (or the error); the tree's nodes."""
         nodes = {}
         try:
+            record["private_tests"] = private_test_count(task)  # a dataset may read them only now
             key = f"{run_label(record)}:{task.id}"
             if self.runner is not None:
                 output = self.runner(task.problem, graph, context, key)  # the public part only

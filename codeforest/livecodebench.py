@@ -15,6 +15,7 @@ import io
 import json
 import pickle
 import zlib
+from functools import cached_property
 from pathlib import Path
 
 from codeforest.problems import DatasetError, Problem, Task
@@ -78,39 +79,68 @@ def call_test(method: str, case: dict) -> str:
     return f"assert {call} == {json.loads(case['output'])!r}"
 
 
-def to_task(row: dict, source: str) -> Task:
-    """One row as a task: a LeetCode row as a ``Solution`` method problem, any other as stdin/stdout."""
-    metadata = json.loads(row.get("metadata") or "{}")
-    method = metadata.get("func_name")
-    public, private = decode_tests(row["public_test_cases"]), decode_tests(row["private_test_cases"])
+def to_problem(row: dict) -> Problem:
+    """The part of a row a graph sees: a LeetCode row as a ``Solution`` method problem, any other as stdin/stdout,
+    with its public tests."""
+    method = json.loads(row.get("metadata") or "{}").get("func_name")
+    public = decode_tests(row["public_test_cases"])
     problem_id = f"LCB/{row['question_id']}"
     if method:
         starter = STARTER_IMPORT + row["starter_code"].strip() + "\n"
         prompt = f"{row['question_content'].rstrip()}\n\n{STARTER_NOTE}\n```python\n{starter}```\n"
-        shown = [call_test(method, c) for c in public]
-        hidden = [call_test(method, c) for c in public + private]
-        problem = Problem(id=problem_id, prompt=prompt, kind="function", entry_point=method, public_tests=shown)
-        suite = TestSuite.function(hidden, method, timeouts=(TEST_TIMEOUT_S,) * len(hidden))
-    else:
-        prompt = f"{row['question_content'].rstrip()}\n\n{STDIN_NOTE}\n"
-        pairs = [{"input": c["input"], "output": c["output"]} for c in public + private]
-        problem = Problem(id=problem_id, prompt=prompt, kind="stdio", entry_point=None,
-                          public_tests=[{"input": c["input"], "output": c["output"]} for c in public])
-        suite = TestSuite.stdio(pairs, timeouts=(TEST_TIMEOUT_S,) * len(pairs))
-    # lcb_runner scores a program on the public and the private tests together
-    return Task(problem=problem, private_tests=suite, source=source, released=row["contest_date"][:10])
+        return Problem(id=problem_id, prompt=prompt, kind="function", entry_point=method,
+                       public_tests=[call_test(method, c) for c in public])
+    return Problem(id=problem_id, prompt=f"{row['question_content'].rstrip()}\n\n{STDIN_NOTE}\n", kind="stdio",
+                   entry_point=None, public_tests=[{"input": c["input"], "output": c["output"]} for c in public])
+
+
+def scoring_suite(row: dict) -> TestSuite:
+    """The tests a program is scored on: the public and the private ones together, as lcb_runner runs them, each
+    under its 6 s."""
+    method = json.loads(row.get("metadata") or "{}").get("func_name")
+    cases = decode_tests(row["public_test_cases"]) + decode_tests(row["private_test_cases"])
+    limits = (TEST_TIMEOUT_S,) * len(cases)
+    if method:
+        return TestSuite.function([call_test(method, c) for c in cases], method, timeouts=limits)
+    return TestSuite.stdio([{"input": c["input"], "output": c["output"]} for c in cases], timeouts=limits)
+
+
+class LazySuite:
+    """A row's scoring suite, read from its line of the dataset file when first used: LiveCodeBench's private
+    tests decompress to gigabytes, and a run scores only the problems it draws."""
+
+    def __init__(self, path: Path, offset: int):
+        self._path, self._offset = path, offset
+
+    @cached_property
+    def _suite(self) -> TestSuite:
+        with open(self._path, "rb") as f:
+            f.seek(self._offset)
+            return scoring_suite(json.loads(f.readline()))
+
+    def __getattr__(self, name: str):  # kind, tests, entry_point, timeouts, support
+        return getattr(self._suite, name)
+
+    def __len__(self) -> int:
+        return len(self._suite)
 
 
 def load_livecodebench(paths: list[Path]) -> list[Task]:
-    """Every row of the release's files, in order."""
+    """Every row of the release's files, in order; each private suite is read when first used."""
     tasks = []
     for path in paths:
-        with open(path, encoding="utf-8") as lines:
+        with open(path, "rb") as lines:
+            offset = 0
             for lineno, line in enumerate(lines, 1):
+                start, offset = offset, offset + len(line)
                 if not line.strip():
                     continue
                 try:
-                    tasks.append(to_task(json.loads(line), f"LiveCodeBench {path.name}"))
+                    row = json.loads(line)
+                    if not isinstance(row["private_test_cases"], str):
+                        raise TypeError("private_test_cases is not text")
+                    tasks.append(Task(problem=to_problem(row), private_tests=LazySuite(path, start),
+                                      source=f"LiveCodeBench {path.name}", released=row["contest_date"][:10]))
                 except (ValueError, KeyError, TypeError) as exc:
                     raise DatasetError(f"{path}:{lineno}: {type(exc).__name__}: {exc}") from None
     return tasks

@@ -126,3 +126,13 @@ def test_a_finished_humaneval_and_mbpp_run_is_rescored_on_the_plus_tests_without
     direct = next(line for line in report.splitlines() if line.startswith("| direct |"))
     assert "| 100.0 (20.7-100.0) | 100.0 (20.7-100.0) |" in codetree and "| 100.0 (34.2-100.0) | 0.0 (0.0-65.8) |" \
         in direct  # direct: base pass@1 of its 2 problems beside their plus pass@1
+
+
+def test_livecodebench_private_tests_are_read_only_when_a_problem_is_scored(upstream):
+    rows = [json.loads(line) for line in (upstream / "livecodebench" / "test.jsonl").read_text().splitlines()]
+    rows[1]["private_test_cases"] = "not base64 at all!"  # a broken row costs only its own problem
+    (upstream / "livecodebench" / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    leet, broken = load_dataset("livecodebench_v1", upstream)
+    assert len(leet.private_tests) == 4 and broken.problem["public_tests"][0]["input"] == "3\n"
+    with pytest.raises(DatasetError, match="neither JSON nor base64"):
+        len(broken.private_tests)
