@@ -141,6 +141,9 @@ def test_hub_file_is_pinned_to_the_commit_it_resolved_to(server, monkeypatch, tm
     assert main(["data", "fetch", "tiny"]) == 0
     assert pins()["tiny.jsonl"]["revision"] == HUB_COMMIT and pins()["tiny.jsonl"]["sha256"] == TINY_SHA
     assert (data_cache() / "tiny.jsonl").read_bytes() == TINY
+    capsys.readouterr()
+    assert main(["data", "list"]) == 0
+    assert f"tiny.jsonl at its first fetch: revision {HUB_COMMIT}, sha256 {TINY_SHA}" in capsys.readouterr().out
     assert [t.id for t in load_dataset("tiny")] == ["Mini/1", "Mini/2", "Mini/3"]
     (data_cache() / "tiny.jsonl").unlink()
     server.requests.clear()

@@ -28,16 +28,20 @@ def register(sub) -> None:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """Print every dataset with its source, licence and where it is on this machine."""
-    from codeforest.datasets import DATASETS, locate
+    from codeforest.datasets import DATASETS, locate, pins
     from codeforest.problems import find_data_dir
 
     folder = find_data_dir(args.data_dir)
+    recorded = pins()
     rows = []
     for info in DATASETS.values():
         where = [locate(file, folder) for file in info.files]
         rows.append({"name": info.name, "problems": info.problems, "style": info.style,
                      "sources": [file.origin for file in info.files],
-                     "sha256": [file.sha256 for file in info.files], "licence": info.licence,
+                     "sha256": [file.sha256 or recorded.get(file.local, {}).get("sha256") for file in info.files],
+                     "recorded_at_first_fetch": {file.local: recorded[file.local] for file in info.files
+                                                 if not file.sha256 and file.local in recorded},
+                     "licence": info.licence,
                      "bytes": [p.stat().st_size if p else file.size for file, p in zip(info.files, where, strict=True)],
                      "cached": all(where), "paths": [str(p) if p else None for p in where], "note": info.note})
     if args.json:
@@ -48,6 +52,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"{row['name']}  {row['problems']} problems, {row['style']}")
         for source in row["sources"]:
             print(f"  source   {source}")
+        for local, pin in row["recorded_at_first_fetch"].items():
+            print(f"  pinned   {local} at its first fetch: revision {pin['revision']}, sha256 {pin['sha256']}")
         print(f"  licence  {row['licence']}")
         if None not in row["bytes"]:
             print(f"  size     {sum(row['bytes']):,} bytes")
