@@ -146,11 +146,6 @@ def dataset_info(name: str) -> DatasetInfo | None:
     return DATASETS.get(ALIASES.get(name, name))
 
 
-def known_names() -> list[str]:
-    """Every dataset name, for messages."""
-    return list(DATASETS)
-
-
 def data_cache() -> Path:
     """Where ``codeforest data fetch`` keeps datasets: ``<user cache>/data``."""
     return cache_dir() / "data"

@@ -39,29 +39,16 @@ MBPP_OUTPUT_SET_EQ = ("similar_elements", "find_char_long", "common_in_nested_li
 CHECK_SLACK_S = 10.0  # a test's limit beyond its call's: decoding its data and comparing (trusted code)
 
 # Runs in the sandbox beside the program (``TestSuite.support``): EvalPlus's comparison of one output. The inputs
-# and expected outputs are data (``_EP_ARGS``, ``_EP_EXP``: plain-data JSON, appended to this source), never code
-# to compile, and only the call itself runs under EvalPlus's time limit.
+# and expected outputs are data (``_EP_ARGS``, ``_EP_EXP``: plain-data JSON, appended to this source with the
+# oracles' task lists), never code to compile, and only the call itself runs under EvalPlus's time limit.
 CHECK_SOURCE = '''
-def _ep_decode(obj):
-    if isinstance(obj, list):
-        return [_ep_decode(v) for v in obj]
-    if not isinstance(obj, dict):
-        return obj
-    (tag, body), = obj.items()
-    if tag in ("tuple", "set", "frozenset"):
-        return {"tuple": tuple, "set": set, "frozenset": frozenset}[tag](_ep_decode(v) for v in body)
-    if tag == "dict":
-        return {_ep_decode(k): _ep_decode(v) for k, v in body}
-    if tag == "complex":
-        return complex(_ep_decode(body[0]), _ep_decode(body[1]))
-    return {"int": lambda b: int(b, 16), "float": float, "bytes": bytes.fromhex}[tag](body)
-
-
 def _evalplus_check(fn, i, atol, dataset, entry, limit):
     import json
     import math
     import signal
-    args, exp = _ep_decode(json.loads(_EP_ARGS[i])), _ep_decode(json.loads(_EP_EXP[i]))
+
+    from __main__ import from_plain  # the sandbox's runner, which runs as a script
+    args, exp = from_plain(json.loads(_EP_ARGS[i])), from_plain(json.loads(_EP_EXP[i]))
     signal.setitimer(signal.ITIMER_REAL, limit)
     try:
         out = fn(*args)
@@ -81,10 +68,9 @@ def _evalplus_check(fn, i, atol, dataset, entry, limit):
             s1, s2 = str(args[0]), str(args[1])
             n = max(len(s1), len(s2))
             exact = exact or out == sum(abs(int(a) - int(b)) for a, b in zip(s1.zfill(n), s2.zfill(n)))
-        elif entry in ("similar_elements", "find_char_long", "common_in_nested_lists", "extract_singly",
-                       "larg_nnum", "intersection_array", "find_dissimilar", "Diff"):
+        elif entry in _EP_SET_EQ:
             exact = set(out) == set(exp)
-        elif entry in ("check_str", "text_match_three", "text_starta_endb"):
+        elif entry in _EP_NOT_NONE:
             exact = out == exp if isinstance(out, bool) else exp == (out is not None)
     if dataset == "humaneval" and entry == "find_zero":
         assert abs(sum(c * math.pow(out, i) for i, c in enumerate(args[0]))) <= atol, "not a root"
@@ -269,7 +255,8 @@ def suite(row: dict, dataset: str, parts: list[tuple[list, dict, str]]) -> TestS
             expected_data.append(exp)
     if not tests:
         return None
-    support = f"{CHECK_SOURCE}\n_EP_ARGS = {args_data!r}\n_EP_EXP = {expected_data!r}\n"
+    support = (f"{CHECK_SOURCE}\n_EP_SET_EQ = {MBPP_OUTPUT_SET_EQ!r}\n_EP_NOT_NONE = {MBPP_OUTPUT_NOT_NONE!r}\n"
+               f"_EP_ARGS = {args_data!r}\n_EP_EXP = {expected_data!r}\n")
     return TestSuite.function(tests, entry, timeouts=tuple(limits), support=support)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import gzip
 import json
 import os
@@ -92,10 +93,10 @@ def _private_only_strings(task) -> list[str]:
         return [c["input"] for c in task.private_tests.tests
                 if len(c["input"]) > 8 and json.dumps(c["input"])[1:-1] not in public]
     if task.plus_tests is not None:  # EvalPlus: the inputs travel as data beside the check, as JSON
-        data: dict = {}
-        exec(task.plus_tests.support, data)  # the project's own check code and the fixture's inputs
+        data = next(ast.literal_eval(s.value) for s in ast.parse(task.plus_tests.support).body
+                    if isinstance(s, ast.Assign) and s.targets[0].id == "_EP_ARGS")  # the inputs beside the check
         public = json.dumps(task.problem)
-        calls = [", ".join(map(repr, from_plain(json.loads(args)))) for args in data["_EP_ARGS"]]  # as in a call
+        calls = [", ".join(map(repr, from_plain(json.loads(args)))) for args in data]  # as in a call
         return [c for c in calls if len(c) > 5 and c not in public and json.dumps(c)[1:-1] not in public]
     lines = [ln.strip() for test in task.private_tests.tests for ln in test.splitlines()
              if ln.strip().startswith("assert")]
