@@ -173,6 +173,41 @@ def test_finally_that_sleeps_forever(sandbox):
     assert result.outcomes[0].timed_out and result.outcomes[1].passed
 
 
+FORGE_LINES = """import json, os
+for fd in range(3, 64):
+    for line in ({"i": 99, "passed": True}, {"passed": True}, {"i": "0", "passed": True}, {"i": True, "passed": True},
+                 {"i": 0, "passed": True}, {"i": 1, "passed": True, "reason": 5, "actual": [1]}):
+        try:
+            os.write(fd, (json.dumps(line) + "\\n").encode())
+        except OSError:
+            pass
+def f():
+    return 0
+"""
+
+
+def test_malformed_and_duplicated_result_lines_are_refused_never_a_crash(sandbox):
+    """A program writing result lines to every inherited descriptor: a line that is no result of this run is
+    dropped, a second result for a test fails it, and the suite's own tests are what the outcomes show."""
+    result = run(sandbox, FORGE_LINES, ["assert f() == 1", "assert f() == 2"])
+    assert result.total == 2 and result.passed == 0
+    assert [o.test for o in result.outcomes] == ["assert f() == 1", "assert f() == 2"]
+    assert {o.reason for o in result.outcomes} == {"forged"}
+
+
+def test_a_stdio_program_never_sees_an_expected_output(sandbox):
+    """The expected outputs stay where outputs are compared: a program reading every frame up to the runner's
+    finds none to print."""
+    program = ("import sys\nframe = sys._getframe()\nwhile frame:\n    print(repr(frame.f_locals)[:100000])\n"
+               "    frame = frame.f_back\n")
+    cases = [{"input": "1\n", "output": "expected-output-7f3a\n"}, {"input": "2\n", "output": "expected-output-9c1b\n"}]
+    result = sandbox.run(program, TestSuite.stdio(cases), timeout=2.0)
+    RESULTS.append(result)
+    assert result.passed == 0 and all(o.reason == "wrong answer" for o in result.outcomes)
+    assert "expected-output" not in repr([o.actual for o in result.outcomes])
+    assert [o.expected for o in result.outcomes] == [c["output"] for c in cases]
+
+
 def test_after_the_suite_nothing_is_left(sandbox):
     """Runs last in this module: no sandboxed process survives, no secret is in any result."""
     assert len(RESULTS) >= 10

@@ -80,12 +80,18 @@ class ChildSandbox:
             lines, crash = _masked(self._run_child(self._payload(code, tests, start, timeout), longest), secrets)
             setup = next((ln for ln in lines if "setup_error" in ln), None)
             if setup:
-                error = setup["setup_error"]
+                error = _text(setup["setup_error"]) or "the program could not be set up"
                 for i in range(start, total):
-                    outcomes[i] = _failed(tests, i, error, setup.get("reason", "error"))
+                    outcomes[i] = _failed(tests, i, error, _text(setup.get("reason")) or "error")
                 break
             for line in lines:
-                outcomes[line["i"]] = _outcome(tests, line)
+                i = line.get("i")
+                if type(i) is not int or not start <= i < total:
+                    continue  # not a result of this run's tests: nothing a program writes can be one
+                if outcomes[i] is not None:
+                    outcomes[i] = _failed(tests, i, "two results for one test: refused", "forged")
+                    continue
+                outcomes[i] = _outcome(tests, i, line)
             nxt = next((i for i in range(start, total) if outcomes[i] is None), total)
             if nxt < total:  # the child died or hung inside test `nxt`
                 timed_out = bool(crash and "Timed out" in crash)
@@ -102,7 +108,8 @@ class ChildSandbox:
         return {
             "code": code,
             "kind": tests.kind,
-            "tests": list(tests.tests),
+            # a stdio test's expected output stays here, where outputs are compared: the program never sees one
+            "tests": [{"input": t["input"]} for t in tests.tests] if tests.kind == "stdio" else list(tests.tests),
             "start": start,
             "timeout": timeout,
             "timeouts": list(tests.timeouts),
@@ -365,19 +372,31 @@ def _masked(reply: tuple[list[dict], str | None], secrets: list[str]) -> tuple[l
     return [mask(line) for line in lines], mask(why)
 
 
-def _outcome(tests: TestSuite, line: dict) -> TestOutcome:
-    passed = bool(line.get("passed"))
-    reason = line.get("reason")
-    if tests.kind == "stdio" and "output_full" in line:
-        passed = outputs_match(line["output_full"], line["expected"])
-        reason = None if passed else "wrong answer"
+def _outcome(tests: TestSuite, i: int, line: dict) -> TestOutcome:
+    """Test ``i``'s outcome from the child's line: the test and a stdio test's expected output are the suite's own,
+    never the line's; a stdio test passes only on printed output matching it, compared here."""
+    passed, reason = line.get("passed") is True, _text(line.get("reason"))
+    case, expected = tests.tests[i], None
+    if tests.kind == "stdio":
+        case, expected = case["input"], case["output"]
+        output = line.get("output_full")
+        passed = isinstance(output, str) and outputs_match(output, expected)
+        if isinstance(output, str):
+            reason = None if passed else "wrong answer"
     if line.get("output_dropped") and not passed:
         reason = reason or "output limit"
+    seconds = line.get("seconds")
     return TestOutcome(
-        test=line["test"], passed=passed, expected=line.get("expected"), actual=line.get("actual"),
-        error=line.get("error"), traceback=line.get("traceback"), timed_out=bool(line.get("timed_out")),
-        reason=None if passed else reason, digest=line.get("digest"), seconds=line.get("seconds"),
+        test=case, passed=passed, expected=expected if tests.kind == "stdio" else _text(line.get("expected")),
+        actual=_text(line.get("actual")), error=_text(line.get("error")), traceback=_text(line.get("traceback")),
+        timed_out=line.get("timed_out") is True, reason=None if passed else reason,
+        digest=_text(line.get("digest")), seconds=float(seconds) if type(seconds) in (int, float) else None,
     )
+
+
+def _text(value) -> str | None:
+    """A text field of a child's line, or None when it is anything else."""
+    return value if isinstance(value, str) else None
 
 
 def _failed(tests: TestSuite, i: int, error: str, reason: str, timed_out: bool = False) -> TestOutcome:
