@@ -202,6 +202,7 @@ def _fetch_hub(file: SourceFile, target: Path, want: str | None) -> Fetched:
 class Verified:
     """A cached file re-hashed: ``ok``, ``changed`` (not its pinned or recorded hash) or ``unpinned``."""
 
+    dataset: str
     file: SourceFile
     path: Path
     status: str
@@ -220,6 +221,6 @@ def verify(infos: list[DatasetInfo] | None = None) -> list[Verified]:
             seen.add(file.local)
             want, have = expected_hash(file), sha256_of(path)
             status = "unpinned" if want is None else "ok" if have == want else "changed"
-            results.append(Verified(file, path, status, have, want))
+            results.append(Verified(info.name, file, path, status, have, want))
     return results
 

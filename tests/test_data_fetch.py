@@ -117,7 +117,10 @@ def test_verify_catches_a_changed_file(server, monkeypatch, capsys):
     assert capsys.readouterr().out.startswith(f"ok        {TINY_SHA}")
     (data_cache() / "tiny.jsonl").write_bytes(TINY + b"\n")
     assert main(["data", "verify", "tiny"]) == 1
-    assert f"expected {TINY_SHA}" in " ".join(capsys.readouterr().err.split())
+    message = " ".join(capsys.readouterr().err.split())
+    assert f"expected {TINY_SHA}" in message and "`codeforest data fetch tiny` downloads it again" in message
+    assert main(["data", "fetch", "tiny"]) == 0 and main(["data", "verify"]) == 0
+    assert (data_cache() / "tiny.jsonl").read_bytes() == TINY
 
 
 def test_release_asset_without_a_pinned_hash_is_recorded_at_first_fetch_then_checked(server, monkeypatch,

@@ -115,7 +115,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if result.status == "changed":
             changed += 1
             err.print(f"[red]changed[/red] {result.path}: sha256 {result.sha256}, expected {result.expected} "
-                      f"({escape(result.file.origin)}); fetch it again after removing the file")
+                      f"({escape(result.file.origin)}); `codeforest data fetch {result.dataset}` downloads it again")
         else:
             print(f"{result.status:9} {result.sha256}  {result.path}")
     return 1 if changed else 0
