@@ -18,11 +18,12 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from codeforest.datasets import DatasetInfo
+from codeforest.datasets import DatasetInfo, data_cache
 from codeforest.problems import DatasetError, Problem, Task, docstring_tests
 from codeforest.tools._runner import from_plain, to_plain
 from codeforest.tools.sandbox import run
@@ -191,10 +192,9 @@ def compute_expected(row: dict, dataset: str, *, backend: str | None = None) -> 
             raise DatasetError(f"{row['task_id']}: the reference solution does not run ({result.error})")
         values, floats, seconds = [], [], []
         for outcome in result.outcomes:
-            if outcome.passed:
-                value = from_plain(json.loads(outcome.actual))
-                values.append(json.dumps(to_plain(value)))
-                floats.append(is_floats(value))
+            if outcome.passed:  # ``actual``: the value as plain-data JSON
+                values.append(outcome.actual)
+                floats.append(is_floats(from_plain(json.loads(outcome.actual))))
                 seconds.append(outcome.seconds or 0.0)
             else:  # the reference failed here: no test
                 values.append(None)
@@ -210,6 +210,9 @@ def expected_outputs(rows: list[dict], dataset: str, path: Path, *, backend: str
     appended as each problem finishes, so an interrupted computation resumes)."""
     source = hashlib.sha256(path.read_bytes()).hexdigest()
     store = path.with_name(path.name + ".expected.jsonl")
+    if not os.access(path.parent, os.W_OK):  # a data folder the user may not write: the cache keeps them
+        store = data_cache() / store.name
+        store.parent.mkdir(parents=True, exist_ok=True)
     known: dict[str, dict] = {}
     if store.is_file():
         for line in store.read_text(encoding="utf-8").splitlines():
