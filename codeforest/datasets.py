@@ -75,13 +75,18 @@ def mirrored(url: str) -> str:
     return f"{mirror}/{url.removeprefix('https://')}" if mirror else url
 
 
-CODETREE = ("SalesforceAIResearch/CodeTree", "72c9c874f831e1b4f8b4c449ac8ffeb141dc8fbd")
-RPM_MCTS = ("codellm12842/RPM-MCTS", "9189885ffa764381734725d5eab68e83a9634023")
-CODETREE_LICENCE = "Apache-2.0 (CodeTree repository)"
+# (repository, commit, the repository's own licence)
+CODETREE = ("SalesforceAIResearch/CodeTree", "72c9c874f831e1b4f8b4c449ac8ffeb141dc8fbd",
+            "Apache-2.0 (CodeTree repository)")
+RPM_MCTS = ("codellm12842/RPM-MCTS", "9189885ffa764381734725d5eab68e83a9634023", "the RPM-MCTS repository states none")
 
 
-def _github(repo: tuple[str, str], path: str, local: str, sha256: str, size: int) -> SourceFile:
-    return SourceFile("github", repo[0], repo[1], path, local, sha256, size)
+def _papers(name: str, problems: int, style: str, repo: tuple[str, str, str], path: str, sha256: str, size: int,
+            licence: str, note: str) -> DatasetInfo:
+    """A file the papers used: one file of a repository at a commit, kept as ``<name>.<its extension>``."""
+    local = name + Path(path).suffix
+    return DatasetInfo(name, problems, style, (SourceFile("github", repo[0], repo[1], path, local, sha256, size),),
+                       f"{licence}; {repo[2]}", "papers", note)
 
 
 LCB_REPO = "livecodebench/code_generation_lite"
@@ -99,31 +104,24 @@ def _livecodebench(release: int) -> DatasetInfo:
 
 
 DATASETS: dict[str, DatasetInfo] = {info.name: info for info in (
-    DatasetInfo("humaneval164", 164, "function", (_github(
-        CODETREE, "data/humaneval.jsonl", "humaneval164.jsonl",
-        "7fd1fbb88159d03362b8bf8e805dfc668226a43a2933fbd288608402ce046877", 238883),),
-        "MIT (HumanEval); " + CODETREE_LICENCE, "papers", "public tests: the docstring examples as asserts"),
-    DatasetInfo("mbpp500", 500, "function", (_github(
-        CODETREE, "data/mbpp.jsonl", "mbpp500.jsonl",
-        "bec44f036d8100d140ddf62f23eca6dd8dd3f2ded6b5fa2c4240632803d47e31", 389442),),
-        "CC BY 4.0 (MBPP); " + CODETREE_LICENCE, "papers",
-        "MBPP test split, ids 11-510; public test: the first assert"),
-    DatasetInfo("apps_stdio150", 150, "stdin/stdout", (_github(
-        CODETREE, "data/apps_selected.json", "apps_stdio150.json",
-        "6934e2b25b0de111c327291d12d09ea95b6a3ed01b7e27e0351dc7a1ba7920cf", 665035),),
-        "MIT (APPS); " + CODETREE_LICENCE, "papers", "APPS, mixed difficulty"),
-    DatasetInfo("apps_introductory150", 150, "function", (_github(
-        RPM_MCTS, "dataset/apps_v2/apps_test_introductory150.jsonl", "apps_introductory150.jsonl",
-        "443372e18affd2d3e44e5d2b6b72d821247f31d8c448e5122740c22c01657f42", 357897),),
-        "MIT (APPS); the RPM-MCTS repository states none", "papers", "APPS rewritten as functions"),
-    DatasetInfo("apps_interview150", 150, "function", (_github(
-        RPM_MCTS, "dataset/apps_v2/apps_test_interview150.jsonl", "apps_interview150.jsonl",
-        "ba3d1b95d3eefa363569033407f4ac6b8f221b75e9c3146ddaee70485f0215cd", 485130),),
-        "MIT (APPS); the RPM-MCTS repository states none", "papers", "APPS rewritten as functions"),
-    DatasetInfo("codecontests150", 150, "function", (_github(
-        RPM_MCTS, "dataset/code_contests/CodeContests150.jsonl", "codecontests150.jsonl",
-        "f5eca4462eba28ad33a2b63a85d9ba5de45f4c7d2a3b227795ab7f2aa13b702e", 880877),),
-        "CC BY 4.0 (CodeContests); the RPM-MCTS repository states none", "papers", "CodeContests as functions"),
+    _papers("humaneval164", 164, "function", CODETREE, "data/humaneval.jsonl",
+            "7fd1fbb88159d03362b8bf8e805dfc668226a43a2933fbd288608402ce046877", 238883, "MIT (HumanEval)",
+            "public tests: the docstring examples as asserts"),
+    _papers("mbpp500", 500, "function", CODETREE, "data/mbpp.jsonl",
+            "bec44f036d8100d140ddf62f23eca6dd8dd3f2ded6b5fa2c4240632803d47e31", 389442, "CC BY 4.0 (MBPP)",
+            "MBPP test split, ids 11-510; public test: the first assert"),
+    _papers("apps_stdio150", 150, "stdin/stdout", CODETREE, "data/apps_selected.json",
+            "6934e2b25b0de111c327291d12d09ea95b6a3ed01b7e27e0351dc7a1ba7920cf", 665035, "MIT (APPS)",
+            "APPS, mixed difficulty"),
+    _papers("apps_introductory150", 150, "function", RPM_MCTS, "dataset/apps_v2/apps_test_introductory150.jsonl",
+            "443372e18affd2d3e44e5d2b6b72d821247f31d8c448e5122740c22c01657f42", 357897, "MIT (APPS)",
+            "APPS rewritten as functions"),
+    _papers("apps_interview150", 150, "function", RPM_MCTS, "dataset/apps_v2/apps_test_interview150.jsonl",
+            "ba3d1b95d3eefa363569033407f4ac6b8f221b75e9c3146ddaee70485f0215cd", 485130, "MIT (APPS)",
+            "APPS rewritten as functions"),
+    _papers("codecontests150", 150, "function", RPM_MCTS, "dataset/code_contests/CodeContests150.jsonl",
+            "f5eca4462eba28ad33a2b63a85d9ba5de45f4c7d2a3b227795ab7f2aa13b702e", 880877, "CC BY 4.0 (CodeContests)",
+            "CodeContests as functions"),
     DatasetInfo("humaneval_plus", 164, "function", (SourceFile(
         "release", "evalplus/humanevalplus_release", "v0.1.10", "HumanEvalPlus.jsonl.gz",
         "HumanEvalPlus-v0.1.10.jsonl.gz",
