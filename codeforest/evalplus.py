@@ -39,22 +39,18 @@ MBPP_OUTPUT_SET_EQ = ("similar_elements", "find_char_long", "common_in_nested_li
 
 CHECK_SLACK_S = 10.0  # a test's limit beyond its call's: decoding its data and comparing (trusted code)
 
-# Runs in the sandbox beside the program (``TestSuite.support``): EvalPlus's comparison of one output. The inputs
-# and expected outputs are data (``_EP_ARGS``, ``_EP_EXP``: plain-data JSON, appended to this source with the
-# oracles' task lists), never code to compile, and only the call itself runs under EvalPlus's time limit.
+# Runs in the sandbox's trusted test process (``TestSuite.support``), never beside the program: EvalPlus's comparison
+# of one output, the program's function a handle whose calls cross to the program's process as plain data. The
+# inputs and expected outputs are data (``_EP_ARGS``, ``_EP_EXP``: plain-data JSON, appended to this source with
+# the oracles' task lists), never code to compile, and only the call itself runs under EvalPlus's time limit.
 CHECK_SOURCE = '''
 def _evalplus_check(fn, i, atol, dataset, entry, limit):
     import json
     import math
-    import signal
 
-    from __main__ import from_plain  # the sandbox's runner, which runs as a script
+    from __main__ import call_within, from_plain  # the sandbox's trusted runner, which runs as a script
     args, exp = from_plain(json.loads(_EP_ARGS[i])), from_plain(json.loads(_EP_EXP[i]))
-    signal.setitimer(signal.ITIMER_REAL, limit)
-    try:
-        out = fn(*args)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+    out = call_within(limit, fn, *args)
     exact = out == exp
     if dataset == "mbpp":
         if entry == "are_equivalent":

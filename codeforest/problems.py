@@ -88,7 +88,26 @@ def public_suite(problem: Problem) -> TestSuite:
     """The public tests of a problem as a runnable suite."""
     if problem["kind"] == "stdio":
         return TestSuite.stdio(problem["public_tests"])
-    return TestSuite.function(problem["public_tests"], problem["entry_point"])
+    entry = problem["entry_point"]
+    return TestSuite.function(problem["public_tests"], entry, support=prompt_helpers(problem["prompt"], entry))
+
+
+def prompt_helpers(prompt: str, entry_point: str | None) -> str:
+    """The functions and classes a problem's prompt defines besides the entry point, with the prompt's imports:
+    trusted code the tests may call (HumanEval/38's check calls ``encode_cyclic``), taken from the dataset, never
+    from the program. Empty unless the prompt is Python that defines the entry point."""
+    try:
+        module = ast.parse(prompt)
+    except (SyntaxError, ValueError):
+        return ""
+    defined = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    if not any(isinstance(s, defined) and s.name == entry_point for s in module.body):
+        return ""
+    helpers = [s for s in module.body if isinstance(s, defined) and s.name != entry_point]
+    if not helpers:
+        return ""
+    imports = [s for s in module.body if isinstance(s, (ast.Import, ast.ImportFrom))]
+    return ast.unparse(ast.Module(body=imports + helpers, type_ignores=[])) + "\n"
 
 
 def find_data_dir(explicit: str | os.PathLike | None = None) -> Path | None:
@@ -226,7 +245,8 @@ def _function_task(rec: dict, source: str) -> Task:
     private = rec.get("test")
     if private is not None and not isinstance(private, str):
         raise TypeError("'test' (must be the private check program as text)")
-    suite = TestSuite.function([check_program(private, entry)], entry) if private else None
+    suite = (TestSuite.function([check_program(private, entry)], entry, support=prompt_helpers(rec["prompt"], entry))
+             if private else None)
     return Task(problem=problem, private_tests=suite, source=source)
 
 

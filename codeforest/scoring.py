@@ -30,7 +30,7 @@ def private_asserts(task: Task) -> TestSuite | None:
     if suite is None or suite.kind != "function" or len(suite) != 1:
         return None
     copies = check_asserts(suite.tests[0])
-    return TestSuite.function(copies, suite.entry_point) if copies else None
+    return replace(suite, tests=tuple(copies)) if copies else None
 
 
 def held_out(task: Task) -> Task | None:
@@ -44,7 +44,7 @@ def held_out(task: Task) -> Task | None:
         kept = TestSuite.stdio([t for t in suite.tests if _stdio_key(t) not in shown])
     else:
         tests = [without_public(t, problem["public_tests"], suite.entry_point) for t in suite.tests]
-        kept = TestSuite.function([t for t in tests if t is not None], suite.entry_point)
+        kept = replace(suite, tests=tuple(t for t in tests if t is not None), timeouts=())
     return replace(task, private_tests=kept) if len(kept) else None
 
 

@@ -226,18 +226,12 @@ def test_a_task_without_private_tests_is_scored_as_unknown(fixtures):
         assert (score.passed, score.pass_rate, score.total) == (None, None, 0)
 
 
-# Right, and instant, for each assert run alone; run whole, its check's third call never returns. It counts the
-# calls of each caller frame: a copy with one assert calls it once per check() frame, the whole check three times.
-HANGS_ON_THE_THIRD_CALL = """import sys
-import time
-
-calls = {}
+# Right, and in time for each assert run alone (1 s each); run whole (1.5 s for the check), its third call finds
+# the check's time spent: the test's limit is shared by every call the test makes.
+SLOW_FOR_THE_WHOLE_CHECK = """import time
 
 def add_one(x: int) -> int:
-    caller = sys._getframe(1)  # kept as the key, so no later frame can reuse its identity
-    calls[caller] = calls.get(caller, 0) + 1
-    if calls[caller] == 3:
-        time.sleep(3600)  # the sandbox's per-test alarm ends it at the timeout
+    time.sleep(0.75)
     return x + 1
 """
 
@@ -245,8 +239,8 @@ def add_one(x: int) -> int:
 def test_a_program_failing_its_whole_check_by_time_is_no_full_pass_rate(fixtures):
     """Each of Mini/1's 3 asserts passes alone, the whole check runs out of time: 2/3, not 1."""
     task = load_problem(str(fixtures / "functions.jsonl"), "Mini/1")
-    assert run(HANGS_ON_THE_THIRD_CALL, private_asserts(task), timeout=1.0).pass_rate == 1.0  # so 2/3 is the cap
-    score = score_private(task, HANGS_ON_THE_THIRD_CALL, timeout=2.0)  # the whole check: 2 s, each assert: 1 s
+    assert run(SLOW_FOR_THE_WHOLE_CHECK, private_asserts(task), timeout=1.0).pass_rate == 1.0  # so 2/3 is the cap
+    score = score_private(task, SLOW_FOR_THE_WHOLE_CHECK, timeout=1.5)  # the whole check: 1.5 s, each assert: 1 s
     assert (score.passed, score.pass_rate, score.total) == (False, pytest.approx(2 / 3), 3)
 
 

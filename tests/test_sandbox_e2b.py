@@ -12,6 +12,8 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import httpx
 import pytest
@@ -117,7 +119,9 @@ def test_the_remote_sandbox_has_no_internet_access(fake_service):
 def test_a_run_leaves_no_file_and_no_process_behind(fake_service, tmp_path):
     """Hidden tests' inputs are written to the scratch folder as stdin files: none may outlive its run, nor may a
     process a program detached, which could read the next run's files."""
-    marker = tmp_path / "daemon.pid"
+    shared = Path(tempfile.mkdtemp())  # as root the program runs as nobody: it needs a folder it may write
+    shared.chmod(0o777)
+    marker = shared / "daemon.pid"
     program = ("import os, time\nopen('left.txt', 'w').write('x')\n"
                "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
                f"        open({str(marker)!r}, 'w').write(str(os.getpid()))\n        time.sleep(60)\n"

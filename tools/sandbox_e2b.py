@@ -3,8 +3,8 @@
 One remote sandbox, without internet access, is created on first use and reused (the harness's scoring on
 hidden tests gets one of its own, see ``sandbox.get_sandbox``); every program still runs in a fresh process
 inside it (started by a small driver executed through ``run_code``), in a scratch folder the driver removes
-afterwards, with the runner's rlimits, per-test alarms and guardian (which kills whatever the program left
-running). Service failures (no key, authentication, quota, time-outs) raise
+afterwards, with the runner's trusted test process, rlimits, per-test clocks and guardian (which kills whatever
+the program left running). Service failures (no key, authentication, quota, time-outs) raise
 :class:`SandboxServiceError` with a message that says what to do.
 """
 
@@ -27,7 +27,9 @@ try:
     with open(os.path.join(_dir, "_runner.py"), "wb") as _f:
         _f.write(base64.b64decode({runner!r}))
     _env = {{"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": _dir, "TMPDIR": _dir, "LANG": "C.UTF-8"}}
-    _p = subprocess.Popen([sys.executable, "-I", os.path.join(_dir, "_runner.py")], cwd=_dir, env=_env,
+    if os.getuid() == 0:  # the runner starts the program as nobody, in this folder
+        os.chown(_dir, 65534, 65534)
+    _p = subprocess.Popen([sys.executable, "-I", os.path.join(_dir, "_runner.py"), "--guard"], cwd=_dir, env=_env,
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                           start_new_session=True)
     try:
@@ -86,7 +88,7 @@ class E2BSandbox(ChildSandbox):
             return self._remote
 
     def _run_child(self, payload: dict, timeout: float) -> tuple[list[dict], str | None]:
-        payload = {**payload, "guard": True}  # the runner's guardian kills what a program leaves running
+        payload = {**payload, "drop_to_uid": 65534}  # as root, the program runs as nobody
         wall = timeout * (len(payload["tests"]) - payload.get("start", 0)) + STARTUP_GRACE_S
         driver = DRIVER.format(runner=base64.b64encode(RUNNER_SOURCE.read_bytes()).decode(),
                                payload=base64.b64encode(json.dumps(payload).encode()).decode(),
