@@ -348,14 +348,17 @@ class Channel:
         self.buffer = b""
 
     def send(self, obj, deadline=None):
-        """Write one message; by ``deadline`` (monotonic seconds) if given, else blocking."""
+        """Write one message: on a non-blocking end by ``deadline`` (monotonic seconds), else blocking."""
         data = (json.dumps(obj) + "\n").encode()
         while data:
-            if deadline is not None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not select.select([], [self.write_fd], [], remaining)[1]:
-                    raise TimeoutError("the program's process stopped reading")
-            data = data[os.write(self.write_fd, data):]
+            try:
+                data = data[os.write(self.write_fd, data):]
+                continue
+            except BlockingIOError:  # the pipe is full (a non-blocking end): wait until it drains
+                pass
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([], [self.write_fd], [], remaining)[1]:
+                raise TimeoutError("the program's process stopped reading")
 
     def receive(self, deadline=None):
         """One message, or None at end of file; TimeoutError past ``deadline``, ValueError for a malformed one
@@ -366,7 +369,7 @@ class Channel:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not select.select([self.read_fd], [], [], remaining)[0]:
                     raise TimeoutError("no reply in time")
-            chunk = os.read(self.read_fd, 1 << 20)
+            chunk = os.read(self.read_fd, 1 << 16)  # not larger: a bigger buffer costs an mmap per read
             if not chunk:
                 return None
             parts.append(chunk)
@@ -992,13 +995,17 @@ def _walk(tree):
                 todo.extend(v for v in value if isinstance(v, _ast.AST))
 
 
-def _equality_assert(test):
-    """For ``assert LEFT == RIGHT`` return the compiled sides, so the actual value can be shown."""
+def _parsed(test):
+    """A test's syntax tree, or None when it does not parse (it then fails as it runs)."""
     try:
-        tree = _parse(test)
-    except (SyntaxError, ValueError):
+        return _parse(test)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
-    if len(tree.body) != 1 or not isinstance(tree.body[0], _ast.Assert):
+
+
+def _equality_assert(tree):
+    """For a test ``assert LEFT == RIGHT`` (its tree) return the compiled sides, so the actual value can be shown."""
+    if tree is None or len(tree.body) != 1 or not isinstance(tree.body[0], _ast.Assert):
         return None
     cmp = tree.body[0].test
     if not (isinstance(cmp, _ast.Compare) and len(cmp.ops) == 1 and isinstance(cmp.ops[0], _ast.Eq)):
@@ -1008,16 +1015,9 @@ def _equality_assert(test):
     return left, right
 
 
-def names_read(sources):
-    """Every name the sources read: the superset of what a test may need from the program."""
-    names = set()
-    for source in sources:
-        try:
-            tree = _parse(source)
-        except (SyntaxError, ValueError):
-            continue
-        names.update(node.id for node in _walk(tree) if isinstance(node, _ast.Name))
-    return names
+def names_read(trees):
+    """Every name the tests' trees read: the superset of what a test may need from the program."""
+    return {node.id for tree in trees if tree is not None for node in _walk(tree) if isinstance(node, _ast.Name)}
 
 
 def _failure(exc, limit):
@@ -1037,13 +1037,13 @@ def _failure(exc, limit):
     return {"error": _error_line(exc), "traceback": _solution_traceback(exc), "reason": _reason(exc)}
 
 
-def run_function_test(test, namespace, limit, process):
-    """Run one test snippet here, against the program's process."""
+def run_function_test(test, namespace, limit, process, tree=None):
+    """Run one test snippet (``tree``: its syntax tree, when parsed already) here, against the program's process."""
     result = {"passed": False}
     linecache.cache["<test>"] = (len(test), None, test.splitlines(True), "<test>")
     process.begin(limit)
     try:
-        sides = _equality_assert(test)
+        sides = _equality_assert(tree if tree is not None else _parsed(test))
         if sides:
             left, right = sides
             process.show = True
@@ -1225,7 +1225,7 @@ def run_suite(payload, process, emit):
         return timeouts[i] if i < len(timeouts) else timeout
 
     base = {"__name__": "__solution__", "__builtins__": builtins}
-    names = set()
+    names, trees = set(), []
     if kind != "stdio":
         try:
             exec(compile(payload.get("support") or "", "<support>", "exec"), base)
@@ -1233,7 +1233,8 @@ def run_suite(payload, process, emit):
             emit({"setup_error": f"the tests' support code failed: {_error_line(exc)}", "reason": "error"})
             return
         entry = payload.get("entry_point")
-        wanted = (names_read(tests) if kind == "function" else set()) | ({entry} if entry else set())
+        trees = [_parsed(t) for t in tests] if kind == "function" else []
+        wanted = names_read(trees) | ({entry} if entry else set())
         names = {n for n in wanted if n not in base and not hasattr(builtins, n)}
     traced = payload.get("trace")
     indices = [traced] if traced is not None else range(payload.get("start", 0), len(tests))
@@ -1255,7 +1256,7 @@ def run_suite(payload, process, emit):
         elif kind == "calls":
             emit({"i": i, **run_call(tests[i], namespace, payload["entry_point"], limit(i), process)})
         else:
-            emit({"i": i, **run_function_test(tests[i], namespace, limit(i), process)})
+            emit({"i": i, **run_function_test(tests[i], namespace, limit(i), process, trees[i])})
 
 
 def main():

@@ -13,6 +13,7 @@ from codeforest.problems import load_dataset
 from codeforest.scoring import score_private
 
 HERE = Path(__file__).resolve().parent.parent
+OLD_FORMAT = "old-format pass rate"
 
 
 def folders(args: list[str]) -> list[Path]:
@@ -37,12 +38,18 @@ def rescore(folder: Path) -> tuple[int, list[str]]:
         score = score_private(tasks[dataset, problem], code)
         if bool(score.passed) != held:
             return f"{problem}: recorded {held}, now {bool(score.passed)}"
-        if rate is not None and score.pass_rate is not None and abs(score.pass_rate - rate) > 1e-9:
-            return f"{problem}: same verdict, pass rate recorded {rate:.3f}, now {score.pass_rate:.3f}"
-        return None
+        if rate is None or score.pass_rate is None or abs(score.pass_rate - rate) <= 1e-9:
+            return None
+        if rate == float(held):
+            return OLD_FORMAT  # written before 2026-11-25: the check counted as one test (CHANGELOG.md)
+        return f"{problem}: same verdict, pass rate recorded {rate:.3f}, now {score.pass_rate:.3f}"
 
     with ThreadPoolExecutor(2) as pool:
-        changed = [v for v in pool.map(verdict, programs.items()) if v]
+        found = [v for v in pool.map(verdict, programs.items()) if v]
+    old = found.count(OLD_FORMAT)
+    changed = [v for v in found if v != OLD_FORMAT]
+    if old:
+        changed.append(f"({old} records of before 2026-11-25 hold the check's pass as their pass rate: not compared)")
     return len(programs), changed
 
 
@@ -72,8 +79,9 @@ if __name__ == "__main__":
                 print(f"  {line}", flush=True)
         count, changed = rescore(folder)
         total += count
+        differ = [line for line in changed if not line.startswith("(")]
         print(f"{folder.relative_to(HERE) if folder.is_relative_to(HERE) else folder}: {count} programs, "
-              f"{len(changed)} verdicts differ", flush=True)
+              f"{len(differ)} differ", flush=True)
         for line in changed:
             print(f"  {line}", flush=True)
     print(f"in all: {total} programs")
