@@ -864,11 +864,13 @@ class ProgramProcess:
                    **fields}
         return self.exchange(request, limit)
 
-    def exchange(self, request, limit):
-        started = time.monotonic()
+    def round_trip(self, request, limit):
+        """Send one request and read its reply within ``limit`` (and a grace); a process that hangs, dies, or
+        answers out of turn or malformed is killed, and that is a ``ProgramFailed``."""
+        deadline = time.monotonic() + limit + CALL_GRACE_S
         try:
-            self.channel.send(request, started + limit + CALL_GRACE_S)
-            reply = self.channel.receive(started + limit + CALL_GRACE_S)
+            self.channel.send(request, deadline)
+            reply = self.channel.receive(deadline)
         except TimeoutError:
             self.stop()
             raise ProgramFailed("timeout", "Timed out (killed)", timed_out=True) from None
@@ -878,14 +880,20 @@ class ProgramProcess:
         except (ValueError, OSError, RecursionError):
             self.stop()
             raise ProgramFailed("forged", "the program's process sent a malformed reply: refused") from None
-        finally:
-            if self.call_limit is None:
-                self.budget -= time.monotonic() - started
         if reply is None:
             raise ProgramFailed("crash", self.stop(ended=True))
         if reply.get("id") != request["id"]:
             self.stop()
             raise ProgramFailed("forged", "the program's process answered another request: refused")
+        return reply
+
+    def exchange(self, request, limit):
+        started = time.monotonic()
+        try:
+            reply = self.round_trip(request, limit)
+        finally:
+            if self.call_limit is None:
+                self.budget -= time.monotonic() - started
         dropped = reply.get("dropped")
         if type(dropped) is int:
             self.dropped += max(0, dropped)
@@ -910,26 +918,8 @@ class ProgramProcess:
     def stdio(self, index, text, limit):
         """Run the program on one input; the reply (``output``, ``dropped``, or what stopped it)."""
         self.requests += 1
-        request = {"id": self.requests, "op": "stdio", "index": index, "input": text, "timeout": limit}
-        started = time.monotonic()
-        try:
-            self.channel.send(request, started + limit + CALL_GRACE_S)
-            reply = self.channel.receive(started + limit + CALL_GRACE_S)
-        except TimeoutError:
-            self.stop()
-            return {"timeout": True, "killed": True}
-        except ReplyTooLarge:
-            self.stop()
-            return {"output": "", "dropped": REPLY_BYTES_LIMIT}
-        except (ValueError, OSError, RecursionError):
-            self.stop()
-            return {"forged": True}
-        if reply is None:
-            return {"gone": self.stop(ended=True)}
-        if reply.get("id") != request["id"]:
-            self.stop()
-            return {"forged": True}
-        return reply
+        return self.round_trip({"id": self.requests, "op": "stdio", "index": index, "input": text,
+                                "timeout": limit}, limit)
 
     def events(self):
         """The trace events recorded so far (an empty list when the process is gone or answers badly)."""
@@ -1094,15 +1084,13 @@ def run_call(test, namespace, entry_point, limit, process):
 def run_stdio_test(case, index, limit, process, out_limit):
     """Run the program on one input; its printed output (the framework, which holds the expected output,
     compares)."""
-    reply = process.stdio(index, case["input"], limit)
+    try:
+        reply = process.stdio(index, case["input"], limit)
+    except ProgramFailed as exc:
+        return {"passed": False, **_failure(exc, limit)}
     result = {"passed": False}
     if reply.get("timeout") is True:
-        killed = " (killed)" if reply.get("killed") else ""
-        result.update(error=f"Timed out after {limit:g} s{killed}", timed_out=True, reason="timeout")
-    elif "gone" in reply:
-        result.update(error=reply["gone"], reason="crash")
-    elif reply.get("forged"):
-        result.update(error="the program's process sent a malformed reply: refused", reason="forged")
+        result.update(error=f"Timed out after {limit:g} s", timed_out=True, reason="timeout")
     elif "raised" in reply:
         info = reply["raised"] if isinstance(reply["raised"], dict) else {}
         error = _text(info.get("error"), 300) or "error"
