@@ -19,7 +19,6 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from concurrent.futures import as_completed
 from pathlib import Path
 
 from langchain_core.language_models import BaseChatModel
@@ -35,7 +34,7 @@ from codeforest.scoring import private_test_count, score_plus, score_private
 from codeforest.tools import stopwatch
 from codeforest.tools.redaction import redact
 from codeforest.tools.sandbox import isolation
-from codeforest.workers import InFlight, held, problem_pool
+from codeforest.workers import InFlight, as_finished, held, problem_pool
 
 log = logging.getLogger("codeforest.bench")
 
@@ -257,7 +256,7 @@ class Bench:
             on_progress(progress, None)
         with problem_pool(self.concurrency) as pool:
             futures = [pool.submit(self.run_one, graph, task) for graph, task in todo]
-            for future in as_completed(futures):
+            for future in as_finished(futures):
                 try:
                     record = future.result()
                 except RunnerLost:

@@ -21,7 +21,6 @@ import logging
 import statistics
 import time
 from collections.abc import Callable
-from concurrent.futures import as_completed
 from pathlib import Path
 
 from codeforest.api import solve
@@ -36,7 +35,7 @@ from codeforest.scoring import held_out, private_test_count, score_private
 from codeforest.tools import stopwatch
 from codeforest.tools.prm import prm_input, prm_steps
 from codeforest.tools.redaction import redact
-from codeforest.workers import held, problem_pool
+from codeforest.workers import as_finished, held, problem_pool
 
 log = logging.getLogger("codeforest.prm_data")
 FORMAT = "codeforest-prm/5"  # 2: thoughts numbered "i-Thought: ..." in `process` and `input`; 3: labels from
@@ -199,7 +198,7 @@ def collect(tasks: list[tuple[str, Task]], out: str | Path, context: object = No
         done = covered(out, label=label, model=context.model, settings=settings)
         todo = [(d, t) for d, t in tasks if (d, t.id) not in done]
         futures = [pool.submit(one, dataset, task) for dataset, task in todo]
-        for i, future in enumerate(as_completed(futures), 1):
+        for i, future in enumerate(as_finished(futures), 1):
             problem, records = future.result()
             if records:  # one append from this thread: a problem's samples and its line stay together
                 append_records(out, records)

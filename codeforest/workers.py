@@ -7,8 +7,8 @@ import fcntl
 import os
 import threading
 import time
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -27,6 +27,18 @@ def problem_pool(workers: int) -> Iterator[ThreadPoolExecutor]:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
+
+
+def as_finished(futures: Iterable[Future], poll_s: float = 0.2) -> Iterator[Future]:
+    """The futures as they finish (``as_completed``), the waiting thread waking every ``poll_s``. Python runs a
+    signal's handler (Ctrl-C's ``KeyboardInterrupt``) in the main thread only, when it next runs bytecode: when the
+    kernel hands SIGINT to a worker thread, a main thread blocked on a lock until a stalled problem ends would not
+    see it for minutes."""
+    order = {future: i for i, future in enumerate(futures)}
+    pending = set(order)
+    while pending:
+        done, pending = wait(pending, timeout=poll_s, return_when=FIRST_COMPLETED)
+        yield from sorted(done, key=order.__getitem__)  # those done at once in the order given
 
 
 class InFlight:
