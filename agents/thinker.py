@@ -20,7 +20,7 @@ from langchain_core.messages import HumanMessage
 from codeforest.agents.base import Reply, call_model, messages, render_formatted, structured_call, with_system
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
-from codeforest.tools.knowledge import TOPICS
+from codeforest.tools.kb_topics import TOPICS
 
 DYNAMIC = {"strategy": "multiple", "reflection": "one or multiple (if there is)"}
 _NUMBERED = re.compile(r"^\s*(?:<(\d+)>|\(?(\d+)[.):])\s*(.+?)\s*$")

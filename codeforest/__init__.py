@@ -1,10 +1,35 @@
 """codeforest: LangGraph tree-search code-generation agents."""
 
-from codeforest.api import solve
-from codeforest.chat import as_chat_graph, as_solver_tool, problem_from_text
-from codeforest.context import Context
-from codeforest.problems import Problem, Task, load_dataset, load_problem
-from codeforest.registry import build_graph, context_for, graph_names
+from importlib import import_module
 
-__all__ = ["Context", "Problem", "Task", "as_chat_graph", "as_solver_tool", "build_graph", "context_for",
-           "graph_names", "load_dataset", "load_problem", "problem_from_text", "solve"]
+# Loaded on first use (PEP 562), so ``import codeforest.<module>`` and the command line do not pay for LangGraph,
+# the graphs and the model clients before they need them.
+_EXPORTS = {
+    "solve": "codeforest.api",
+    "as_chat_graph": "codeforest.chat",
+    "as_solver_tool": "codeforest.chat",
+    "problem_from_text": "codeforest.chat",
+    "Context": "codeforest.context",
+    "Problem": "codeforest.problems",
+    "Task": "codeforest.problems",
+    "load_dataset": "codeforest.problems",
+    "load_problem": "codeforest.problems",
+    "build_graph": "codeforest.registry",
+    "context_for": "codeforest.registry",
+    "graph_names": "codeforest.registry",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    """The public API, imported when first named."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'codeforest' has no attribute {name!r}")
+    value = getattr(import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

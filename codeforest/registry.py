@@ -6,8 +6,10 @@ import importlib
 import os
 from collections.abc import Mapping
 from types import ModuleType
+from typing import TYPE_CHECKING
 
-from codeforest.context import ENV_PREFIX, Context
+if TYPE_CHECKING:  # the settings model (pydantic) is imported when a graph is built, not to list the names
+    from codeforest.context import Context
 
 GRAPHS = {
     "direct": "codeforest.graphs.direct",
@@ -29,6 +31,8 @@ STANDALONE_ENV = frozenset({"CODEFOREST_DATA", "CODEFOREST_CACHE", "CODEFOREST_L
 
 def unknown_env_settings(environ: Mapping[str, str] = os.environ) -> list[str]:
     """The ``CODEFOREST_*`` variables that name no setting of any graph (a misspelt one is otherwise ignored)."""
+    from codeforest.context import ENV_PREFIX, Context
+
     shared = STANDALONE_ENV | {ENV_PREFIX + field.upper() for field in Context.model_fields}
     rest = [name for name in environ if name.startswith(ENV_PREFIX) and name not in shared]
     if not rest:  # the common case needs no graph module imported

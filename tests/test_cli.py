@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -266,3 +269,20 @@ def test_a_command_line_mistake_is_the_error_and_where_help_is_not_the_usage_blo
     assert stopped.value.code == 0
     name, number = capsys.readouterr().out.split()
     assert name == "codeforest" and number[0].isdigit()
+
+
+def test_help_and_a_bad_flag_load_no_heavy_library():
+    """--help of every command, and a refused flag, answer without LangGraph, LangChain, the model clients, the
+    knowledge base's embeddings or pydantic: the command that runs imports what it needs (the time itself is
+    measured by `codeforest bench-startup`, not here)."""
+    code = ("import sys\nfrom codeforest.cli import build_parser, main\n"
+            "names = [a for a in build_parser()._actions if a.dest == 'command'][0].choices\n"
+            "refused = ['solve', '--dataset', 'x', '--no-such-flag']\n"
+            "for argv in [['--help'], *[[n, '--help'] for n in names], refused]:\n"
+            "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names)), file=sys.stderr)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    loaded = set(ast.literal_eval(done.stderr.strip().splitlines()[-1]))
+    assert "serve" in done.stdout and "--no-such-flag" in done.stderr  # the helps were printed, the flag refused
+    light = {"__main__", "codeforest", "rich", "typing_extensions", "_distutils_hack"}
+    assert {m for m in loaded if not m.startswith("__editable__")} <= light, loaded

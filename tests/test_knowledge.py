@@ -12,7 +12,8 @@ from codeforest.agents.thinker import parse_steps, parse_topic
 from codeforest.cli import main
 from codeforest.kb import fingerprint, interleaved, read_steps, topic_source, write_steps
 from codeforest.prompts import load_prompt
-from codeforest.tools.knowledge import TOPICS, KnowledgeBase, KnowledgeError, prefix_documents
+from codeforest.tools.kb_topics import TOPICS
+from codeforest.tools.knowledge import KnowledgeBase, KnowledgeError, prefix_documents
 from tests.fake_openai import FakeOpenAI
 
 RECORDS = [

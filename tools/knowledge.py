@@ -25,10 +25,6 @@ from langchain_core.embeddings import Embeddings
 
 COLLECTION = "rpm_mcts_steps"
 MANIFEST = "kb.json"
-TOPICS = ("Data Structures", "Algorithm Strategies", "String Processing", "Sorting and Searching", "Graph Theory",
-          "Bit Manipulation", "Mathematics and Number Theory", "Computational Geometry", "Optimization Problems",
-          "Two-Pointer Techniques", "Dynamic Programming", "Recursion and Backtracking", "Hashing Techniques",
-          "Other")  # RPM-MCTS's 14 algorithm categories (App. Table 3)
 
 
 class KnowledgeError(RuntimeError):

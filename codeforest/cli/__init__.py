@@ -7,21 +7,10 @@ import os
 import sys
 from importlib.metadata import version
 
-from pydantic import ValidationError
 from rich.markup import escape
 
-from codeforest.agents.base import ModelFault
-from codeforest.bench import RunnerLost
 from codeforest.cli import bench, data, kb, prm, serve, solve, speed
 from codeforest.cli.common import err
-from codeforest.problems import DatasetError
-from codeforest.prompts import PromptError
-from codeforest.registry import unknown_env_settings
-from codeforest.tools.knowledge import KnowledgeError
-from codeforest.tools.models import ModelError
-from codeforest.tools.redaction import redact
-from codeforest.tools.sandbox_e2b import SandboxServiceError
-from codeforest.workers import InUse
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 COMMAND_GROUPS = (solve, bench, data, speed, kb, prm, serve)  # the order of the commands in --help
@@ -34,18 +23,39 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
+    from codeforest.registry import unknown_env_settings
+    from codeforest.tools.redaction import redact
+
     for name in unknown_env_settings():  # the name only: a value may be a secret
         err.print(f"[yellow]note:[/yellow] {name} names no setting of any graph and is ignored (the settings: the "
                   "README's Configuration)")
     try:
         return args.func(args)
-    except (DatasetError, ModelError, ModelFault, PromptError, SandboxServiceError, InUse, KnowledgeError,
-            RunnerLost, ValueError, OSError) as exc:  # OSError: a file named on the command line, a full disk
+    except Exception as exc:
+        if not isinstance(exc, user_errors()):
+            raise
         err.print(f"[red]error:[/red] {escape(redact(one_line(exc)))}")
         return 2
     except KeyboardInterrupt:
         err.print("interrupted")
         return EXIT_INTERRUPTED
+
+
+def user_errors() -> tuple[type[Exception], ...]:
+    """The errors a command reports in one line (exit status 2), not as a traceback: a user's input, a model or
+    service that fails, a file named on the command line, a full disk. Imported when an error happens, so the
+    command line does not load every module to start."""
+    from codeforest.agents.base import ModelFault
+    from codeforest.bench import RunnerLost
+    from codeforest.problems import DatasetError
+    from codeforest.prompts import PromptError
+    from codeforest.tools.knowledge import KnowledgeError
+    from codeforest.tools.models import ModelError
+    from codeforest.tools.sandbox_e2b import SandboxServiceError
+    from codeforest.workers import InUse
+
+    return (DatasetError, ModelError, ModelFault, PromptError, SandboxServiceError, InUse, KnowledgeError,
+            RunnerLost, ValueError, OSError)
 
 
 def entry() -> None:
@@ -63,6 +73,8 @@ def entry() -> None:
 def one_line(exc: BaseException) -> str:
     """An error for the user: a settings error as ``field: reason`` for each wrong field (not pydantic's dump of
     every input value, which may hold a secret), anything else as its text."""
+    from pydantic import ValidationError
+
     if not isinstance(exc, ValidationError):
         return str(exc)
     reasons = []

@@ -6,6 +6,7 @@ import argparse
 import json
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -23,10 +24,11 @@ from codeforest.cli.common import (
     note_single_candidate,
     positive_int,
 )
-from codeforest.context import Context
-from codeforest.graphs.state import tokens_spent
-from codeforest.problems import DatasetError, load_dataset, released_between
+from codeforest.problems import DatasetError
 from codeforest.registry import graph_names
+
+if TYPE_CHECKING:
+    from codeforest.context import Context
 
 EXIT_ERRORS = 3  # bench: some runs ended in an error (a model fault or a raise): the measurement is incomplete
 
@@ -80,6 +82,7 @@ def register(sub) -> None:
 def cmd_bench(args: argparse.Namespace) -> int:
     """Run graphs x problems, appending one record per finished pair; then print the report."""
     from codeforest.bench import Bench, mean_tokens_of, parse_budgets, read_results, select_tasks, write_samples
+    from codeforest.problems import load_dataset, released_between
     from codeforest.tools.models import local_model_file
 
     if args.rescore_plus:
@@ -182,6 +185,8 @@ def _run_bench(bench, context: Context, dataset: str, budget: int) -> None:
 
 def finished_line(record: dict) -> str:
     """A finished problem in the bench log: verdict, stop reason, calls (a trained PRM's apart), tokens, seconds."""
+    from codeforest.graphs.state import tokens_spent
+
     verdict = "solved" if record["private_passed"] else "failed"
     prm = f" (+{record['prm_calls']} PRM)" if record.get("prm_calls") else ""
     return (f"{record['graph']} {record['problem_id']}: {verdict} ({record['stop_reason']}), {record['llm_calls']} "

@@ -7,12 +7,12 @@ import contextlib
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from codeforest.bench import in_flight_line
-from codeforest.context import Context
-from codeforest.prompts import check_prompts_dir
+if TYPE_CHECKING:  # a command imports what it runs when it runs: --help stays quick
+    from codeforest.context import Context
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -113,6 +113,9 @@ def add_context_args(p: argparse.ArgumentParser, *, search: bool = True, selecto
 
 def context_from_args(args: argparse.Namespace) -> Context:
     """A Context from the CLI flags that were given (others: env or defaults)."""
+    from codeforest.context import Context
+    from codeforest.prompts import check_prompts_dir
+
     given = {k: getattr(args, k) for k in ("model", "base_url", "api_key_env", "temperature", "max_tokens",
                                            "request_timeout", "retries", "sandbox", "test_timeout", "prompts_dir",
                                            "selector", "min_candidates", "selector_model", "selector_base_url",
@@ -137,6 +140,8 @@ def heartbeat(watched, show, *, live: bool, every_s: float = 2.0, log_every_s: f
     """While a bench (or anything with ``in_flight()`` in its shape) runs, call ``show`` to refresh the bar (a
     terminal), or, when the log is a file, print what is running every ``log_every_s``: a search can take an hour
     between two finished problems."""
+    from codeforest.bench import in_flight_line
+
     stop = threading.Event()
 
     def beat() -> None:

@@ -13,7 +13,7 @@ from rich.console import Console
 
 from codeforest.cli.common import add_cache_arg, add_context_args, context_from_args, err, positive_int
 from codeforest.problems import DatasetError
-from codeforest.tools.knowledge import TOPICS
+from codeforest.tools.kb_topics import TOPICS
 
 
 def register(sub) -> None:

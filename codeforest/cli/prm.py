@@ -6,7 +6,6 @@ import argparse
 import json
 from pathlib import Path
 
-from codeforest.bench import in_flight_line
 from codeforest.cli.common import (
     SETTINGS_EPILOG,
     add_cache_arg,
@@ -18,9 +17,7 @@ from codeforest.cli.common import (
     heartbeat,
     positive_int,
 )
-from codeforest.problems import load_dataset
 from codeforest.registry import context_for
-from codeforest.workers import InFlight
 
 EXIT_INCOMPLETE = 3  # some problems were not collected (a model fault or a raise): a rerun collects them
 
@@ -54,9 +51,11 @@ def cmd_collect_prm(args: argparse.Namespace) -> int:
     """Search each problem's thoughts, label every thought by its codes' pass rates, append the samples."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from codeforest.bench import select_tasks
+    from codeforest.bench import in_flight_line, select_tasks
     from codeforest.kb import interleave
     from codeforest.prm_data import UNLABELABLE, collect, label_distribution
+    from codeforest.problems import load_dataset
+    from codeforest.workers import InFlight
 
     unwritten: list[str] = []
     if not args.stats:

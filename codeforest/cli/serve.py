@@ -8,7 +8,6 @@ import signal
 import threading
 
 from codeforest.cli.common import err
-from codeforest.tools.models import ModelError
 
 
 def register(sub) -> None:
@@ -23,7 +22,7 @@ def register(sub) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Serve the embedded model on 127.0.0.1 until interrupted."""
-    from codeforest.tools.models import EmbeddedServer, resolve_gguf, tuning_from_env
+    from codeforest.tools.models import EmbeddedServer, ModelError, resolve_gguf, tuning_from_env
 
     gguf = resolve_gguf(args.model, progress=err.print)
     if gguf is None:
@@ -37,7 +36,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        stop.wait()
+        while not stop.wait(0.5):  # waking: Ctrl-C's handler runs in this thread only when it runs
+            pass
     except KeyboardInterrupt:
         pass
     server.stop()

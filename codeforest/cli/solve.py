@@ -6,6 +6,7 @@ import argparse
 import json
 import textwrap
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -18,11 +19,13 @@ from codeforest.cli.common import (
     note_single_candidate,
     seconds,
 )
-from codeforest.context import Context
-from codeforest.problems import DatasetError, Task, load_dataset, load_problem
+from codeforest.problems import DatasetError, load_dataset, load_problem
 from codeforest.registry import graph_names
 from codeforest.scoring import FINAL_TIMEOUT_S, score_plus, score_private
 from codeforest.tools.redaction import redact
+
+if TYPE_CHECKING:
+    from codeforest.problems import Task
 
 EXIT_MODEL_ERROR = 3  # solve: the model endpoint failed after its retries; the output holds the partial result
 
@@ -176,6 +179,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     code = Path(args.program).read_text(encoding="utf-8")
     task = task_from_args(args)
+    from codeforest.context import Context
+
     suites = {"public": (public_suite(task.problem), args.timeout or Context().test_timeout)}
     if args.private:
         if task.private_tests is None:

@@ -1,4 +1,4 @@
-"""The speed measurements: ``bench-sandbox``, ``bench-concurrency`` and ``bench-model``."""
+"""The speed measurements: ``bench-sandbox``, ``bench-startup``, ``bench-concurrency`` and ``bench-model``."""
 
 from __future__ import annotations
 
@@ -9,10 +9,8 @@ from pathlib import Path
 from rich.console import Console
 
 from codeforest.cli.common import dataset_label, err, positive_int, positive_ints
-from codeforest.context import Context
 from codeforest.problems import DatasetError, load_dataset
 from codeforest.registry import graph_names
-from codeforest.tools.models import ModelError
 
 
 def register(sub) -> None:
@@ -22,6 +20,12 @@ def register(sub) -> None:
                                                                           "(default 20)")
     bench_sb.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     bench_sb.set_defaults(func=cmd_bench_sandbox)
+
+    startup = sub.add_parser("bench-startup", help="time --help of every command and a bad flag, warm and cold")
+    startup.add_argument("--repeat", type=positive_int, default=5, help="runs per command; the median counts "
+                                                                        "(default 5)")
+    startup.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    startup.set_defaults(func=cmd_bench_startup)
 
     scale = sub.add_parser("bench-concurrency", help="how graphs scale with a fast endpoint: a scripted one on "
                                                      "127.0.0.1 answers every call after a fixed delay")
@@ -74,9 +78,25 @@ def cmd_bench_sandbox(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_startup(args: argparse.Namespace) -> int:
+    """Print the median seconds of each command's --help and of a bad flag, warm and cold."""
+    from codeforest.startup_bench import bench_startup
+
+    report = bench_startup(args.repeat)
+    if args.json:
+        print(json.dumps(report))
+        return 0
+    out = Console(highlight=False)
+    out.print(f"Median of {report['repeat']} runs (warm: bytecode cached; cold: none, as a first run):")
+    for row in report["rows"]:
+        out.print(f"  {row['command']:<42} warm {row['warm_s']:.2f} s   cold {row['cold_s']:.2f} s")
+    return 0
+
+
 def cmd_bench_concurrency(args: argparse.Namespace) -> int:
     """Time each graph one problem at a time and N at a time against the scripted endpoint; print the table."""
     from codeforest.concurrency_bench import bench_concurrency, markdown
+    from codeforest.context import Context
 
     graphs = args.graph or ["direct", "codetree", "bester"]
     tasks = load_dataset(args.dataset, args.data_dir)
@@ -104,8 +124,9 @@ def cmd_bench_concurrency(args: argparse.Namespace) -> int:
 def cmd_bench_model(args: argparse.Namespace) -> int:
     """Record role calls (--record), or replay them under each server setting and print the table."""
     from codeforest.bench import select_tasks
+    from codeforest.context import Context
     from codeforest.model_bench import PACKAGED_CALLS, SETTINGS, bench_model, markdown, record_calls
-    from codeforest.tools.models import resolve_gguf
+    from codeforest.tools.models import ModelError, resolve_gguf
 
     if args.record and not (args.graph and args.problems and args.calls):
         raise ValueError("--record needs --graph, --problems and --calls FILE")
