@@ -313,7 +313,10 @@ def test_ctrl_c_stops_at_once_without_the_problems_in_flight_or_not_started(tmp_
     slow = FakeOpenAI(["```python\ndef f():\n    pass\n```"] * 50, delay=0.2, faults=[None] * 4 + ["stall"] * 46,
                       stall_s=600)
     out = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-m", "codeforest.cli", "bench", "--graph", "direct", "--dataset",
+    # as a user's terminal starts it: a shell's background job (CI run with `&`) passes SIGINT on ignored
+    foreground = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                  "sys.argv[0] = 'codeforest'; runpy.run_module('codeforest.cli', run_name='__main__')")
+    proc = subprocess.Popen([sys.executable, "-c", foreground, "bench", "--graph", "direct", "--dataset",
                              "humaneval", "--limit", "20", "--concurrency", "2", "--base-url", slow.url, "--model",
                              "fake", "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
