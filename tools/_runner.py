@@ -603,6 +603,9 @@ def start_program_process(fresh):
 
 # --- the trusted side ---------------------------------------------------------------------------------------
 
+MALFORMED = "the program's process sent a malformed reply: refused"
+
+
 class ProgramFailed(BaseException):
     """A call of the program did not return: ``reason`` and ``error`` say why (never caught by a test's
     ``except Exception``)."""
@@ -751,22 +754,18 @@ class ProgramProcess:
                 "limits": limits, "sys_path": p.get("sys_path", []), "drop_to_uid": p.get("drop_to_uid"),
                 "output_limit": p.get("output_limit", 1_000_000), "trace": "trace" in p,
                 "recursion_limit": p.get("recursion_limit", 10000)}
-        deadline = time.monotonic() + p["timeout"] + STARTUP_GRACE_S
         try:
-            self.channel.send(init, deadline)
-            reply = self.channel.receive(deadline)
-        except TimeoutError:
+            reply = self.round_trip(init, p["timeout"] + STARTUP_GRACE_S - CALL_GRACE_S)
+        except ProgramFailed as exc:
+            if exc.timed_out:
+                return {"setup_error": f"Timed out after {p['timeout']:g} s while defining the program (killed)",
+                        "reason": "timeout"}
+            if exc.reason == "crash":
+                return {"setup_error": f"{exc.error} while defining the program", "reason": "crash"}
+            return {"setup_error": MALFORMED, "reason": "forged"}
+        if not (reply.get("ready") is True or "setup_error" in reply):
             self.stop()
-            return {"setup_error": f"Timed out after {p['timeout']:g} s while defining the program (killed)",
-                    "reason": "timeout"}
-        except (ValueError, OSError):
-            self.stop()
-            return {"setup_error": "the program's process sent a malformed reply: refused", "reason": "forged"}
-        if reply is None:
-            return {"setup_error": f"{self.stop(ended=True)} while defining the program", "reason": "crash"}
-        if reply.get("id") != 0 or not (reply.get("ready") is True or "setup_error" in reply):
-            self.stop()
-            return {"setup_error": "the program's process sent a malformed reply: refused", "reason": "forged"}
+            return {"setup_error": MALFORMED, "reason": "forged"}
         if "setup_error" in reply:
             self.stop()
             return {"setup_error": _text(reply["setup_error"], 2000) or "the program could not be set up",
@@ -776,7 +775,7 @@ class ProgramProcess:
             return {"names": {n: self.value(v) for n, v in names.items() if n in wanted}}
         except (ValueError, TypeError, KeyError, RecursionError):
             self.stop()
-            return {"setup_error": "the program's process sent a malformed reply: refused", "reason": "forged"}
+            return {"setup_error": MALFORMED, "reason": "forged"}
 
     @property
     def alive(self):
@@ -879,7 +878,7 @@ class ProgramProcess:
             raise ProgramFailed("output limit", f"the program returned {exc}: refused") from None
         except (ValueError, OSError, RecursionError):
             self.stop()
-            raise ProgramFailed("forged", "the program's process sent a malformed reply: refused") from None
+            raise ProgramFailed("forged", MALFORMED) from None
         if reply is None:
             raise ProgramFailed("crash", self.stop(ended=True))
         if reply.get("id") != request["id"]:
@@ -910,7 +909,7 @@ class ProgramProcess:
             result = self.value(reply.get("ok"))
         except (ValueError, TypeError, KeyError, RecursionError):
             self.stop()
-            raise ProgramFailed("forged", "the program's process sent a malformed reply: refused") from None
+            raise ProgramFailed("forged", MALFORMED) from None
         info = reply["ok"]
         self.last = (result, _text(info.get("shown")), _text(info.get("digest")), reply.get("seconds"), info)
         return result
@@ -926,13 +925,11 @@ class ProgramProcess:
         if self.pid is None:
             return []
         self.requests += 1
-        deadline = time.monotonic() + STARTUP_GRACE_S
         try:
-            self.channel.send({"id": self.requests, "op": "events"}, deadline)
-            reply = self.channel.receive(deadline)
-        except (TimeoutError, ValueError, OSError, RecursionError):
+            reply = self.round_trip({"id": self.requests, "op": "events"}, STARTUP_GRACE_S - CALL_GRACE_S)
+        except ProgramFailed:
             return []
-        events = reply.get("events") if isinstance(reply, dict) else None
+        events = reply.get("events")
         return [e for e in events if isinstance(e, dict)] if isinstance(events, list) else []
 
     def begin(self, limit):
