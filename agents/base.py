@@ -21,7 +21,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from openai import LengthFinishReasonError
 
-from codeforest.graphs.state import tokens_spent, total_cost
+from codeforest.cost import tokens_spent, total_cost
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
 from codeforest.tools.models import describe_model_failure, is_model_failure

@@ -5,7 +5,7 @@ general LLMs as verifiers); ``LLMVerifier`` makes it a ``PRMScorer``, so a train
 (``tools.prm.HTTPScorer``) takes its place wherever a graph verifies. ``verify`` runs either and always
 returns one score per thought: an answer that cannot be read (an LLM's, or a PRM reply that is not one number
 per thought) scores every thought 0.5 and is counted as a parse failure; which thoughts such an answer flags
-for refinement is drawn at random as the released code does (``graphs.kit.flawed_thoughts``).
+for refinement is drawn at random as the released code does (``graphs.codeprm.flawed_thoughts``).
 ``locate_flawed`` is the released code's default locator (``verify_pos_mode='llm'``): no scores, the model
 names the one thought that led to the wrong code.
 """

@@ -7,7 +7,8 @@ from collections.abc import Callable
 
 from langchain_core.language_models import BaseChatModel
 
-from codeforest.graphs.state import OUTPUT_KEYS, add_cost
+from codeforest.cost import add_cost
+from codeforest.graphs.state import OUTPUT_KEYS
 from codeforest.problems import Problem
 from codeforest.registry import build_graph, context_for, graph_module, recursion_limit
 

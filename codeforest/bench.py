@@ -25,8 +25,8 @@ from langchain_core.language_models import BaseChatModel
 
 from codeforest.api import solve
 from codeforest.context import Context, non_default_settings
+from codeforest.cost import tokens_spent
 from codeforest.graphs.kit import passes_public
-from codeforest.graphs.state import tokens_spent
 from codeforest.jsonl import append_record
 from codeforest.problems import Task
 from codeforest.registry import context_for, graph_budget

@@ -1,7 +1,7 @@
 """Where every benchmark comes from: its pinned upstream files, and where they are on this machine.
 
 Plain data and file lookups only: downloading is ``codeforest.fetch``, reading a file into problems is
-``codeforest.problems`` and the format modules it names. A dataset's files are looked for in the data folder the
+``codeforest.loading`` and the format modules it names. A dataset's files are looked for in the data folder the
 user names (``--data-dir`` / ``$CODEFOREST_DATA``, or ``../shared/data`` beside a checkout), then in the user cache
 (``<cache>/data``), where ``codeforest data fetch`` puts them.
 """

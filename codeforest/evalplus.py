@@ -25,9 +25,10 @@ from pathlib import Path
 
 from codeforest.datasets import DatasetInfo, data_cache
 from codeforest.problems import DatasetError, Problem, Task, docstring_tests
+from codeforest.suites import TestSuite
 from codeforest.tools._runner import from_plain, to_plain
 from codeforest.tools.sandbox import run
-from codeforest.tools.testing import TestSuite
+from codeforest.tools.testing import calls_suite
 
 GT_TIME_FACTOR = 4.0  # evalplus DEFAULT_GT_TIME_LIMIT_FACTOR
 MIN_TIME_LIMIT = 1.0  # evalplus 0.3.1 DEFAULT_MIN_TIME_LIMIT (its main branch has since raised it to 4 s)
@@ -182,7 +183,7 @@ def compute_expected(row: dict, dataset: str, *, backend: str | None = None) -> 
     entry = row["entry_point"]
     found = {"task_id": row["task_id"]}
     for part, inputs in zip(("base", "plus"), inputs_of(row, dataset), strict=True):
-        result = run(reference_program(row, dataset), TestSuite.calls(inputs, entry), timeout=REFERENCE_TIMEOUT_S,
+        result = run(reference_program(row, dataset), calls_suite(inputs, entry), timeout=REFERENCE_TIMEOUT_S,
                      backend=backend)
         if result.error:
             raise DatasetError(f"{row['task_id']}: the reference solution does not run ({result.error})")
@@ -296,7 +297,7 @@ def rescore_plus(records: list[dict], data_dir=None, *, backend: str | None = No
     model call: one row per distinct (problem, program), ``code_sha256`` naming the program. A problem MBPP+ left
     out (it keeps 378 of MBPP's problems) has no row."""
     from codeforest.datasets import DATASETS
-    from codeforest.problems import load_dataset
+    from codeforest.loading import load_dataset
     from codeforest.scoring import score_plus, score_private
 
     wanted: dict[str, dict[tuple, str]] = {}

@@ -13,38 +13,24 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 import logging
-import os
-import threading
 from collections.abc import Callable
-from importlib import resources
 from pathlib import Path
 
 from codeforest.agents import thinker
 from codeforest.context import Context
-from codeforest.graphs.state import tokens_spent
+from codeforest.cost import tokens_spent
 from codeforest.jsonl import append_record, rewrite_records
-from codeforest.problems import reference_solutions
+from codeforest.loading import reference_solutions
 from codeforest.prompts import Prompt, load_prompt
-from codeforest.tools.knowledge import MANIFEST, KnowledgeBase, KnowledgeError, fingerprint
+from codeforest.tools.knowledge import KnowledgeBase, fingerprint, read_steps
 
 log = logging.getLogger("codeforest.kb")
 TOPIC_CALL = "thinker_rpm.topic"  # a record's topic came from the search's own topic call
-PACKAGED_STEPS = Path(str(resources.files("codeforest.tools") / "kb_steps.jsonl"))  # shipped in the package
-
-
 def topic_source(prompt: Prompt) -> str:
     """Where a record's topic comes from: the search's own topic call, in this wording of it (``kb retopic``
     reclassifies the records another wording classified)."""
     return f"{TOPIC_CALL}@{hashlib.sha256(prompt.templates['topic'].encode()).hexdigest()[:12]}"
-
-
-def default_kb_path() -> Path:
-    """The default knowledge base: built from the packaged steps into the user cache."""
-    from codeforest.tools import cache_dir
-
-    return cache_dir() / "kb" / "default"
 
 
 def interleave(groups: list[list]) -> list:
@@ -55,30 +41,6 @@ def interleave(groups: list[list]) -> list:
 def interleaved(datasets: list[str], data_dir: str | None = None) -> list[dict]:
     """The source problems, one from each dataset in turn: ``{"id", "source", "prompt", "solution"}``."""
     return interleave([[{**p, "source": name} for p in reference_solutions(name, data_dir)] for name in datasets])
-
-
-def read_steps(path: str | Path) -> list[dict]:
-    """The step records of a steps file; a last line cut short by a kill is skipped, any other line that is not a
-    step record is skipped with a warning naming how many."""
-    path = Path(path)
-    if not path.is_file():
-        return []
-    records, others = [], []
-    lines = [(n, line) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if line.strip()]
-    last = lines[-1][0] if lines else 0
-    for lineno, line in lines:
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            record = None
-        if isinstance(record, dict) and "id" in record and isinstance(record.get("steps"), list):
-            records.append(record)
-        elif lineno < last or record is not None:  # not the last line a kill cut short
-            others.append(lineno)
-    if others:
-        log.warning("%s: skipped %d lines that are not step records ({\"id\", \"steps\": [...]}), the first line %d",
-                    path, len(others), others[0])
-    return records
 
 
 def write_steps(datasets: list[str], steps_path: str | Path, context: Context, *, data_dir: str | None = None,
@@ -130,28 +92,6 @@ def retopic(steps_path: str | Path, context: Context, *,
         if on_record:
             on_record(record, i, len(todo))
     return len(todo)
-
-
-_opened: dict = {}
-_opening = threading.Lock()
-
-
-def open_knowledge(path: str | os.PathLike | None = None) -> KnowledgeBase:
-    """The knowledge base at ``path``, or the default one (built from the packaged steps, embeddings only, on
-    first use, and topped up when the packaged steps hold more); opened once per process."""
-    target = Path(path).expanduser() if path else default_kb_path()
-    with _opening:
-        if str(target) not in _opened:
-            if path is None:  # the default KB follows the packaged steps (a newer release may ship more)
-                records = [r for r in read_steps(PACKAGED_STEPS) if r["steps"]]
-                if not records and not (target / MANIFEST).is_file():
-                    raise KnowledgeError("RPM-MCTS needs a knowledge base and none was found: build one with "
-                                         "`codeforest kb build --from DATASET --out DIR` and set kb_path "
-                                         "(CODEFOREST_KB_PATH=DIR), or run the w/o-KB ablation with rpm_kb=false "
-                                         "(CODEFOREST_RPM_KB=false)")
-                KnowledgeBase(target, create=True).add(records)
-            _opened[str(target)] = KnowledgeBase(target)
-        return _opened[str(target)]
 
 
 def reworded(text: str, every: int = 4) -> str:

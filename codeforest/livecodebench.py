@@ -19,7 +19,7 @@ from functools import cached_property
 from pathlib import Path
 
 from codeforest.problems import DatasetError, Problem, Task
-from codeforest.tools.testing import TestSuite
+from codeforest.suites import TestSuite
 
 TEST_TIMEOUT_S = 6.0  # lcb_runner's default timeout per test
 STARTER_NOTE = "You will use the following starter code to write the solution to the problem."  # LiveCodeBench's

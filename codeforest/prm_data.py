@@ -26,8 +26,8 @@ from pathlib import Path
 from codeforest.api import solve
 from codeforest.bench import result_settings
 from codeforest.context import Context
+from codeforest.cost import tokens_spent
 from codeforest.graphs import search
-from codeforest.graphs.state import tokens_spent
 from codeforest.jsonl import append_records, read_records
 from codeforest.problems import Task
 from codeforest.registry import context_for

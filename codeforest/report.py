@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from codeforest.bench import latest_records, read_results, run_label
-from codeforest.graphs.state import tokens_spent
+from codeforest.cost import tokens_spent
 
 PLOT = "pass_at_1_vs_tokens.png"
 MARKDOWN = "report.md"
@@ -50,6 +50,7 @@ def summarize(records: list[dict]) -> list[dict]:
             "plus_pass_at_1": plus_solved / len(plus) if plus else None, "plus_ci_low": plus_low,
             "plus_ci_high": plus_high,
             "mean_pass_rate": sum(r.get("private_pass_rate") or 0.0 for r in group) / n,
+            "whole_check_rates": sum(1 for r in group if counted_whole(r)),
             "mean_tokens": tokens / max(1, len(costed)),
             "mean_calls": sum(r.get("llm_calls", 0) for r in costed) / max(1, len(costed)),
             "tokens_per_solved": tokens / solved if solved else None,
@@ -67,6 +68,35 @@ def summarize(records: list[dict]) -> list[dict]:
     return sorted(rows, key=lambda r: (r["graph"], str(r["model"])))
 
 
+def counted_whole(record: dict) -> bool:
+    """A record whose pass rate counts its private tests as one test, so it is its pass (0 or 1): a function
+    problem's ``check`` run whole, as records of an earlier format did for every check (CHANGELOG.md) and newer ones
+    do for a check that cannot be split into its asserts."""
+    return record.get("private_tests") == 1
+
+
+WHOLE_CHECK_MARK = "†"
+WHOLE_CHECK_NOTE = (f"{WHOLE_CHECK_MARK} Mean pass rate counted per check block, not per assert: these records ran "
+                    "each problem's private check as one test (every function-problem record of an earlier format, see "
+                    "CHANGELOG.md; now only a check that cannot be split into its asserts), so "
+                    "their pass rate is their pass, 0 or 1. \"k of n\": k of the run's n problems were counted so, "
+                    "the rest per assert. Compare such a row with others by pass@1, not by mean pass rate.")
+
+
+def pass_rate_cell(row: dict) -> str:
+    """The mean pass rate, marked when some of its records counted the check as one test."""
+    text = f"{100 * row['mean_pass_rate']:.1f}"
+    whole = row.get("whole_check_rates") or 0
+    if not whole:
+        return text
+    return f"{text}{WHOLE_CHECK_MARK}" + ("" if whole == row["problems"] else f" ({whole} of {row['problems']})")
+
+
+def pass_rate_note(rows: list[dict]) -> str | None:
+    """The footnote to a summary with a marked pass rate; None when no row is marked."""
+    return WHOLE_CHECK_NOTE if any(r.get("whole_check_rates") for r in rows) else None
+
+
 def curves(rows: list[dict]) -> dict[tuple, list[dict]]:
     """The rows of each (graph and settings but the token budget, model), by mean tokens: one curve each."""
     series: dict[tuple, list[dict]] = {}
@@ -75,41 +105,139 @@ def curves(rows: list[dict]) -> dict[tuple, list[dict]]:
     return {key: sorted(group, key=lambda r: r["mean_tokens"]) for key, group in series.items()}
 
 
-def plot(rows: list[dict], path: str | Path) -> Path:
-    """pass@1 against mean tokens per problem as PNG: a point with its 95% interval per graph, or, for a graph
-    run at several token budgets, a curve through its budgets with the interval as a band."""
+MAX_SERIES = 6  # more series than this in one folder: one panel per method
+
+
+def method_of(name: str) -> str:
+    """The graph a series label starts with (``resample`` of ``resample resample_n=8``)."""
+    return name.split(" ", 1)[0]
+
+
+def panels(series: dict[tuple, list[dict]]) -> list[list[tuple]]:
+    """The series' keys per panel: all in one when they are few, else one panel per method with several series and
+    one shared panel for the methods run once."""
+    keys = list(series)
+    if len(keys) <= MAX_SERIES:
+        return [keys]
+    by_method: dict[str, list[tuple]] = {}
+    for key in keys:
+        by_method.setdefault(method_of(key[0]), []).append(key)
+    several = [group for group in by_method.values() if len(group) > 1]
+    single = [key for group in by_method.values() if len(group) == 1 for key in group]
+    return several + ([single] if single else [])
+
+
+def tokens_text(value: float, _position: object = None) -> str:
+    """A token count as a tick label: 500, 2k, 1.5k, 10k, 1.2M."""
+    for scale, suffix in ((1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g}{suffix}"
+    return f"{value:.3g}"
+
+
+def series_label(key: tuple, group: list[dict], *, strip: bool, one_model: bool) -> str:
+    """A legend entry: the run (without its method inside the method's own panel), its model when the folder
+    holds several, and the token budgets a curve runs through."""
+    name, model = key
+    label = (name.split(" ", 1)[1] if " " in name else "defaults") if strip else name
+    if not one_model:
+        label = f"{label} ({model})"
+    if len(group) > 1:
+        budgets = sorted({r.get("token_budget") for r in group}, key=lambda b: (b is None, b or 0))
+        label += ", token budgets " + ", ".join("none" if b is None else tokens_text(b) for b in budgets)
+    return label
+
+
+def panel_title(keys: list[tuple]) -> str:
+    """A panel's method, or the methods of a shared panel."""
+    return ", ".join(dict.fromkeys(method_of(name) for name, _ in keys))
+
+
+def _draw_series(ax, group: list[dict], label: str, colour, marker: str):
+    """One run on the axes; returns its legend handle."""
+    xs = [r["mean_tokens"] for r in group]
+    ys = [100 * r["pass_at_1"] for r in group]
+    if len(set(zip(xs, ys, strict=True))) > 1:  # one run at several token budgets: a curve, its interval a band
+        line, = ax.plot(xs, ys, "-", marker=marker, color=colour, label=label, zorder=3)
+        ax.fill_between(xs, [100 * r["ci_low"] for r in group], [100 * r["ci_high"] for r in group],
+                        color=colour, alpha=0.12, linewidth=0)
+        return line
+    # one point, or budgets that never stopped the run (all at one point): the interval as an error bar
+    err = [[ys[0] - 100 * group[0]["ci_low"]], [100 * group[0]["ci_high"] - ys[0]]]
+    return ax.errorbar(xs[:1], ys[:1], yerr=err, fmt=marker, color=colour, capsize=4, markersize=7, label=label,
+                       alpha=0.85, zorder=3)
+
+
+def _limits(rows: list[dict], log: bool) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Axis ranges fitted to the data: tokens with a margin, pass@1 to the tens around every interval."""
+    xs = [r["mean_tokens"] for r in rows if not log or r["mean_tokens"] > 0] or [1.0]
+    xlim = (min(xs) / 1.6, max(xs) * 1.6) if log else (0.0, 1.1 * max(xs) or 1.0)
+    low = min(100 * r["ci_low"] for r in rows)
+    high = max(100 * r["ci_high"] for r in rows)
+    return xlim, (max(0.0, 10 * math.floor(low / 10 - 0.2)), min(100.0, 10 * math.ceil(high / 10 + 0.2)))
+
+
+def _format_axes(ax, log: bool, xlim: tuple, ylim: tuple) -> None:
+    from matplotlib import ticker
+
+    if log:
+        ax.set_xscale("log")
+        ax.xaxis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_minor_locator(ticker.LogLocator(base=10, subs=tuple(range(1, 10))))
+        ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+    ax.xaxis.set_major_formatter(ticker.FuncFormatter(tokens_text))
+    ax.set_xlim(*xlim)
+    ax.set_ylim(*ylim)
+    ax.grid(alpha=0.3, which="major")
+
+
+def figure(rows: list[dict]):
+    """pass@1 against mean tokens per problem: a point with its 95% interval per run, or, for a run at several token
+    budgets, a curve through its budgets with the interval as a band; one colour and legend entry per run, and, past
+    ``MAX_SERIES`` runs, one panel per method (shared axes) with every other run in grey behind."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=120)
+    series = curves(rows)
+    groups = panels(series)
     one_model = len({r["model"] for r in rows}) == 1
-    for (name, model), group in curves(rows).items():
-        label = name if one_model else f"{name} ({model})"
-        xs = [r["mean_tokens"] for r in group]
-        ys = [100 * r["pass_at_1"] for r in group]
-        if len(group) > 1:
-            line, = ax.plot(xs, ys, "o-", label=label)
-            ax.fill_between(xs, [100 * r["ci_low"] for r in group], [100 * r["ci_high"] for r in group],
-                            color=line.get_color(), alpha=0.15)
-            continue
-        err = [[ys[0] - 100 * group[0]["ci_low"]], [100 * group[0]["ci_high"] - ys[0]]]
-        ax.errorbar(xs[0], ys[0], yerr=err, fmt="o", capsize=4)
-        ax.annotate(label, (xs[0], ys[0]), textcoords="offset points", xytext=(6, 6))
-    if any(len(g) > 1 for g in curves(rows).values()):
-        ax.legend(fontsize="small")
-    ax.set_xlabel("mean tokens per problem (prompt + completion)")
-    ax.set_ylabel("pass@1 (%), 95% interval")
-    ax.set_ylim(0, 100)
     spread = [r["mean_tokens"] for r in rows if r["mean_tokens"] > 0]
-    if spread and max(spread) / min(spread) > 20:  # a baseline and a tree search differ by orders of magnitude
-        ax.set_xscale("log")
-    else:
-        ax.set_xlim(0, 1.25 * max(spread or [1]))
-    ax.grid(alpha=0.3)
-    ax.set_title("pass@1 against cost")
-    fig.tight_layout()
+    log = bool(spread) and max(spread) / min(spread) > 20  # a baseline and a tree search differ by magnitudes
+    xlim, ylim = _limits(rows, log)
+    columns = 1 if len(groups) == 1 else 2
+    lines = math.ceil(len(groups) / columns)
+    size = (12, 5.6) if columns == 1 else (13, 5.4 * lines)
+    fig, axes = plt.subplots(lines, columns, figsize=size, dpi=110, squeeze=False, layout="constrained")
+    colours = plt.get_cmap("tab10").colors
+    for ax, keys in zip(axes.flat, groups, strict=False):
+        strip = len(groups) > 1 and len({method_of(name) for name, _ in keys}) == 1
+        handles = [_draw_series(ax, series[key], series_label(key, series[key], strip=strip, one_model=one_model),
+                                colours[i % len(colours)], "osD^vP*X"[i % 8]) for i, key in enumerate(keys)]
+        others = [r for key in series if key not in keys for r in series[key]]
+        if others:  # the panels share their axes: the other runs, in grey, set this one's among them
+            handles.append(ax.scatter([r["mean_tokens"] for r in others], [100 * r["pass_at_1"] for r in others],
+                                      s=18, color="#bbbbbb", zorder=1, label="other runs (in their own panels)"))
+        _format_axes(ax, log, xlim, ylim)
+        if len(groups) > 1:
+            ax.set_title(panel_title(keys), loc="left", fontweight="bold")
+        where = {"loc": "upper left", "bbox_to_anchor": (1.02, 1.0)} if columns == 1 else \
+            {"loc": "upper center", "bbox_to_anchor": (0.5, -0.1)}
+        ax.legend(handles=handles, frameon=False, **where)
+    for ax in list(axes.flat)[len(groups):]:
+        ax.set_visible(False)
+    fig.supxlabel("mean tokens per problem (prompt + completion)" + (", log scale" if log else ""))
+    fig.supylabel("pass@1 (%), 95% interval")
+    fig.suptitle("pass@1 against cost")
+    return fig
+
+
+def plot(rows: list[dict], path: str | Path) -> Path:
+    """Save ``figure(rows)`` as a PNG at ``path``."""
+    fig = figure(rows)  # first: it picks the Agg backend before pyplot is imported here
+    import matplotlib.pyplot as plt
+
     path = Path(path)
     fig.savefig(path)
     plt.close(fig)
@@ -191,7 +319,7 @@ def summary_cells(row: dict) -> list[str]:
     return [row["graph"], str(row["model"]), f"{limit} {unit}".strip(),
             str(row["problems"]),
             f"{100 * row['pass_at_1']:.1f} ({100 * row['ci_low']:.1f}-{100 * row['ci_high']:.1f})",
-            f"{100 * row['mean_pass_rate']:.1f}", f"{row['mean_tokens']:,.0f}", f"{row['mean_calls']:.1f}",
+            pass_rate_cell(row), f"{row['mean_tokens']:,.0f}", f"{row['mean_calls']:.1f}",
             "-" if row["tokens_per_solved"] is None else f"{row['tokens_per_solved']:,.0f}",
             "-" if row["public_pass_share"] is None else f"{100 * row['public_pass_share']:.1f}%",
             str(row["errors"])]
@@ -295,7 +423,8 @@ def markdown(records: list[dict]) -> str:
         tokens = tokens_spent(record)
         return f"{verdict} ({record.get('llm_calls', 0)} calls, {tokens:,} tok)"
 
-    parts = ["## Summary", _table(*summary_table(rows)),
+    note = pass_rate_note(rows)
+    parts = ["## Summary", _table(*summary_table(rows)), *([note] if note else []),
              "## Per problem (private tests)",
              _table(["problem", *graphs], [[p, *(cell(by_key.get((g, p))) for g in graphs)] for p in problems])]
 

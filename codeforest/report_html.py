@@ -14,10 +14,11 @@ import json
 from pathlib import Path
 
 from codeforest.bench import _safe_name, latest_records, read_results, tree_path
-from codeforest.graphs.state import tokens_spent
+from codeforest.cost import tokens_spent
 from codeforest.report import (
     SELECTION_COLUMNS,
     against_resampling,
+    pass_rate_note,
     report,
     run_namer,
     selection_cells,
@@ -116,9 +117,10 @@ def groups_html(record: dict) -> str:
 
 
 def _table(header, rows) -> str:
+    """A table in its own horizontally scrolling box, so a wide one (25 runs) never widens the page."""
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def html_report(out_dir: str | Path) -> Path:
@@ -130,6 +132,7 @@ def html_report(out_dir: str | Path) -> Path:
     latest = latest_records(read_results(out))
     against = against_resampling(latest, rows)
     columns, cells = summary_table(rows)
+    note = pass_rate_note(rows)
     name = run_namer(latest)
     graphs = list(dict.fromkeys(name(r) for r in latest))
     problems = list(dict.fromkeys(r["problem_id"] for r in latest))
@@ -158,8 +161,9 @@ def html_report(out_dir: str | Path) -> Path:
                      f"</div></details>")
     body = [f"<h1>codeforest report: {html.escape(out.name)}</h1>",
             "<h2>Summary</h2>", _table(columns, [[html.escape(c) for c in line] for line in cells]),
+            f'<p class="note">{html.escape(note)}</p>' if note else "",
             "<h2>pass@1 against tokens</h2>",
-            f'<img alt="pass@1 against tokens" src="data:image/png;base64,{plot}">' if plot else "",
+            f'<img class="plot" alt="pass@1 against tokens" src="data:image/png;base64,{plot}">' if plot else "",
             *(["<h2>Against plain resampling at no more tokens</h2>",
                "<ul>" + "".join(f"<li>{html.escape(line[2:])}</li>" for line in against) + "</ul>"] if against else []),
             "<h2>Per problem (private tests)</h2>",
@@ -181,9 +185,13 @@ def html_report(out_dir: str | Path) -> Path:
 
 
 STYLE = """
-body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
-table{border-collapse:collapse;margin:1em 0;font-size:14px}td,th{border:1px solid #ccc;padding:4px 8px}
-th{background:#f3f3f3}a.pass{color:#2e9b4f}a.fail{color:#c8413b}a.error{color:#8a2be2}
+body{font-family:system-ui,sans-serif;margin:2em auto;padding:0 2em;max-width:1200px;color:#222}
+.scroll{max-width:100%;overflow-x:auto;margin:1em 0}
+table{border-collapse:separate;border-spacing:0;font-size:14px}
+td,th{border:1px solid #ccc;border-width:0 1px 1px 0;padding:4px 8px;background:#fff}
+tr>:first-child{border-left-width:1px;position:sticky;left:0;z-index:1}thead th{border-top-width:1px}
+th{background:#f3f3f3}img.plot{display:block;width:100%;max-width:100%;height:auto}
+.note{font-size:13px;color:#555;max-width:60em}a.pass{color:#2e9b4f}a.fail{color:#c8413b}a.error{color:#8a2be2}
 details{margin:.4em 0}summary{cursor:pointer}.pair{display:flex;gap:1em;align-items:flex-start;overflow:auto}
 .edge{stroke:#999;stroke-width:1.5}.node circle{stroke:#333;stroke-width:1;cursor:pointer}
 .node.final circle{stroke:#000;stroke-width:4}

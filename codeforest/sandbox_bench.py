@@ -8,8 +8,8 @@ import sys
 import time
 from collections.abc import Callable
 
+from codeforest.suites import TestSuite
 from codeforest.tools.sandbox import LocalSandbox, bwrap_available
-from codeforest.tools.testing import TestSuite
 
 PROGRAM = "def add(a, b):\n    return a + b\n"
 TESTS = [f"assert add({i}, 1) == {i + 1}" for i in range(5)]

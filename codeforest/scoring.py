@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from codeforest.problems import Task, check_asserts, without_public
+from codeforest.suites import TestSuite
 from codeforest.tools.sandbox import run
-from codeforest.tools.testing import TestSuite, printed
+from codeforest.tools.testing import printed
 
 FINAL_TIMEOUT_S = 10.0  # per private test; CodeTree's released code uses 10 s for the final evaluation
 MIN_ASSERT_TIMEOUT_S = 1.0  # an assert's share of a check's time when it runs alone, for the pass rate

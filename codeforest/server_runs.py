@@ -18,7 +18,8 @@ from langgraph_sdk import get_sync_client
 from codeforest.api import run_config
 from codeforest.bench import OPERATIONAL_FIELDS, RunnerLost
 from codeforest.context import Context
-from codeforest.graphs.state import OUTPUT_KEYS, add_cost
+from codeforest.cost import add_cost
+from codeforest.graphs.state import OUTPUT_KEYS
 from codeforest.problems import Problem
 from codeforest.tools.redaction import redact
 

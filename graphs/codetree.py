@@ -26,8 +26,9 @@ from codeforest.agents.base import Reply
 from codeforest.agents.debugger import REVIEW_MARK
 from codeforest.agents.verifier import verify
 from codeforest.context import VerifierContext
-from codeforest.graphs import kit, search, selection
-from codeforest.graphs.state import Execution, NodeRecord, SearchState, total_cost
+from codeforest.cost import total_cost
+from codeforest.graphs import codeprm, kit, search, selection
+from codeforest.graphs.state import Execution, NodeRecord, SearchState
 from codeforest.tools.testing import PRM_PASSED, prm_feedback
 
 BUDGET_UNIT = "programs"
@@ -339,10 +340,10 @@ def judge_pass(state: CodeTreeState, context: CodeTreeContext, llm: BaseChatMode
     if context.codetree_evaluator == "critic":
         return critic.verify(llm, kit.prompt(context, "critic"), state["problem"], code=node["code"],
                              feedback=node["feedback"], structured=context.structured_output)
-    scored = verify(kit.verifier(context, llm), state["problem"]["prompt"], chain(state["nodes"], node),
+    scored = verify(codeprm.verifier(context, llm), state["problem"]["prompt"], chain(state["nodes"], node),
                     node["code"], PRM_PASSED)
     # an unreadable reply (0.5 a thought) flags nothing: accepted, as the Critic's unreadable verdict is
-    flagged = kit.below(scored.value, context.verifier_threshold, context.verifier_threshold_rule) \
+    flagged = codeprm.below(scored.value, context.verifier_threshold, context.verifier_threshold_rule) \
         if scored.parsed else []
     return Reply(not flagged, scored.raw, scored.cost, scored.parsed, _shown(scored.value))
 
@@ -353,9 +354,9 @@ def judge_failure_score(state: CodeTreeState, context: CodeTreeContext, llm: Bas
     if context.codetree_evaluator == "critic":
         return critic.score_tests(llm, kit.prompt(context, "critic"), state["problem"], code=node["code"],
                                   feedback=node["feedback"], structured=context.structured_output)
-    scored = verify(kit.verifier(context, llm), state["problem"]["prompt"], chain(state["nodes"], node),
+    scored = verify(codeprm.verifier(context, llm), state["problem"]["prompt"], chain(state["nodes"], node),
                     node["code"], node.get("prm_feedback", node["feedback"]))
-    mean = kit.aggregate(scored.value, "mean")
+    mean = codeprm.aggregate(scored.value, "mean")
     return Reply(round(5 * mean), scored.raw, scored.cost, scored.parsed, _shown(scored.value))
 
 

@@ -37,8 +37,9 @@ from pydantic import Field
 from codeforest.agents import rethink, solver, thinker
 from codeforest.agents.verifier import thoughts_state, verify
 from codeforest.context import VerifierContext
-from codeforest.graphs import kit, search, selection
-from codeforest.graphs.state import NodeRecord, SearchState, total_cost
+from codeforest.cost import total_cost
+from codeforest.graphs import codeprm, kit, mcts, search, selection
+from codeforest.graphs.state import NodeRecord, SearchState
 from codeforest.tools.testing import prm_feedback
 
 BUDGET_UNIT = "rollouts"
@@ -126,10 +127,7 @@ def may_refine(node: NodeRecord, refines: int, context: GvrContext) -> bool:
 
 def best_program(programs: list[dict]) -> dict | None:
     """The highest value over every generated code (a code's first value counts); ties go to the earliest."""
-    first_seen: dict[str, dict] = {}
-    for program in programs:
-        first_seen.setdefault(program["code"], program)
-    return kit.best(first_seen.values(), key=lambda p: p["value"])
+    return mcts.best_program(programs, "value")
 
 
 # --- nodes --------------------------------------------------------------------------------------------
@@ -157,30 +155,22 @@ def expand_children(state: dict, context: GvrContext, model: BaseChatModel, pare
             costs.append(one.cost)
             sampled.append(one.value)
         items = sampled if all(sampled) else [(thinker.SKIP_THOUGHT, 1.0)] * context.gvr_width
-    children: dict[str, NodeRecord] = {}
-    for i, (text, prior) in enumerate(items):
-        child = kit.new_node(base + i, parent=nodes[parent_id], kind="thought", text=text, prior=prior,
-                             visits=search.NEW_VISITS, q=0.0, refined=0)
-        children[child["id"]] = child
+    children = mcts.thought_children(nodes, parent_id, items, base, refined=0)
     return {"nodes": children, "cost": total_cost(costs)}
 
 
 def expand_root(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel | None = None) -> dict:
     """The root and its first thoughts."""
     context = kit.settings(runtime, CONTEXT)
-    root = {ROOT: kit.root_node(visits=search.NEW_VISITS)}
-    update = expand_children({**state, "nodes": root}, context, kit.chat_model(context, model), ROOT, None)
-    return {"nodes": {**root, **update["nodes"]}, "cost": update["cost"]}
+    return mcts.expand_root(state, context, kit.chat_model(context, model), expand_children)
 
 
 def select(state: GvrState, runtime: Runtime[GvrContext]) -> dict:
     """P-UCB from the root down to a new thought; stop when too few steps are left for a rollout."""
     context = kit.settings(runtime, CONTEXT)
-    if kit.steps_left(state) < 4:  # simulate, expand, backpropagate, finalize
-        return {"stop": kit.STEP_LIMIT}
-    path = search.select_leaf(state["nodes"], ROOT, "p_ucb", context.gvr_c_base, context.gvr_c)
-    kit.emit("selected", node=path[-1], path=path)
-    return {"path": path, "refines": 0, "flagged": []}
+    path = mcts.select_path(state, context.gvr_c_base, context.gvr_c,
+                            steps_needed=4)  # simulate, expand, backpropagate, finalize
+    return {"path": path, "refines": 0, "flagged": []} if path else {"stop": kit.STEP_LIMIT}
 
 
 def simulate(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel | None = None) -> dict:
@@ -203,10 +193,10 @@ def simulate(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel
 
     kit.keep({**valued(), "cost": kit.PROGRAM_RUN})  # valued without the Verifier if its call fails
     if needs_prm_score(has_tests, result.pass_rate, context) and thoughts:
-        scored = verify(kit.verifier(context, llm), problem["prompt"], thoughts, reply.value, record["feedback"])
+        scored = verify(codeprm.verifier(context, llm), problem["prompt"], thoughts, reply.value, record["feedback"])
         costs.append(scored.cost)
         record["prm_scores"] = scored.value
-        prm_score = kit.aggregate(scored.value, context.gvr_prm_agg)
+        prm_score = codeprm.aggregate(scored.value, context.gvr_prm_agg)
     update = valued()
     kit.emit("value", node=leaf, value=round(record["value"], 4))
     return {**update, "cost": total_cost(costs)}
@@ -229,7 +219,7 @@ def verify_node(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatMo
     nodes, leaf = state["nodes"], state["path"][-1]
     ids = search.thought_ids(nodes, state["path"])
     node, thoughts = nodes[leaf], [nodes[i]["text"] for i in ids]
-    positions, scores, cost = kit.flawed_thoughts(
+    positions, scores, cost = codeprm.flawed_thoughts(
         context.gvr_verify, context, kit.chat_model(context, model), state["problem"]["prompt"], thoughts,
         node["code"], node["feedback"], shown=thoughts_state(state["problem"]["prompt"], thoughts),
         key=f"{state['problem']['id']}:{leaf}:{state.get('refines', 0)}")
@@ -250,7 +240,7 @@ def refine(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel |
         reply = rethink.refine(llm, prompt, state=shown, code=node["code"], feedback=node["feedback"],
                                refine_id=ids.index(thought_id) + 1)
         costs.append(reply.cost)
-        if update := kit.refined_thought(nodes[thought_id], reply.value):
+        if update := codeprm.refined_thought(nodes[thought_id], reply.value):
             updates[thought_id] = update
             kit.emit("refined", node=thought_id, old=nodes[thought_id]["text"], new=reply.value)
     return {"nodes": updates, "refines": state.get("refines", 0) + 1, "flagged": [], "cost": total_cost(costs)}
@@ -281,11 +271,7 @@ def backpropagate(state: GvrState, runtime: Runtime[GvrContext]) -> dict:
 
 def finalize(state: GvrState) -> dict:
     """Return the highest-valued program of the search."""
-    chosen = best_program(state["programs"])
-    reason = state.get("stop") or "tree_exhausted"
-    if chosen is None:
-        return kit.finish(state, None, "", None, reason)
-    return kit.finish(state, chosen["node"], chosen["code"], chosen["execution"], reason)
+    return mcts.finish_best(state, best_program(state["programs"]))
 
 
 # --- wiring ---------------------------------------------------------------------------------------------

@@ -29,9 +29,10 @@ from pydantic import Field
 from codeforest.agents import rethink, solver, thinker
 from codeforest.agents.verifier import numbered, verify
 from codeforest.context import VerifierContext
-from codeforest.graphs import kit, search, selection
+from codeforest.cost import total_cost
+from codeforest.graphs import codeprm, kit, search, selection
 from codeforest.graphs.gvr import best_program, retired_scores
-from codeforest.graphs.state import SearchState, total_cost
+from codeforest.graphs.state import SearchState
 from codeforest.tools.testing import prm_feedback
 
 BUDGET_UNIT = "chains"
@@ -150,7 +151,7 @@ def write_code(state: GvrBonState, runtime: Runtime[GvrBonContext], model: BaseC
 def evaluate(state: GvrBonState, runtime: Runtime[GvrBonContext], model: BaseChatModel | None = None) -> dict:
     """Each pending chain's value: the Verifier's reward (and/or the public pass rate, by ``gvr_bon_reward``)."""
     context = kit.settings(runtime, CONTEXT)
-    nodes, scorer = state["nodes"], kit.verifier(context, kit.chat_model(context, model))
+    nodes, scorer = state["nodes"], codeprm.verifier(context, kit.chat_model(context, model))
     updates, costs, programs = {}, [], []
     for last in state["pending"]:
         node, record = nodes[last], {}
@@ -163,7 +164,7 @@ def evaluate(state: GvrBonState, runtime: Runtime[GvrBonContext], model: BaseCha
             scored = verify(scorer, state["problem"]["prompt"], thoughts, node["code"], node["feedback"])
             costs.append(scored.cost)
             record.update(prm_scores=scored.value, prm_unread=not scored.parsed)
-            prm_score = kit.aggregate(scored.value, context.gvr_bon_prm_agg)
+            prm_score = codeprm.aggregate(scored.value, context.gvr_bon_prm_agg)
         record["value"] = chain_value(pass_rate, has_tests, prm_score, context.gvr_bon_reward)
         kit.emit("value", node=last, value=round(record["value"], 4))
         updates[last] = record
@@ -181,7 +182,7 @@ def verify_chains(state: GvrBonState, runtime: Runtime[GvrBonContext], model: Ba
     """Flag the thoughts to refine in every failing chain (scores of this code are reused when there are)."""
     context = kit.settings(runtime, CONTEXT)
     nodes, llm, problem = state["nodes"], kit.chat_model(context, model), state["problem"]["prompt"]
-    scorer, flagged, updates, costs = kit.verifier(context, llm), {}, {}, []
+    scorer, flagged, updates, costs = codeprm.verifier(context, llm), {}, {}, []
     for last in (c for c in state["chains"] if kit.fails_public(nodes[c].get("execution"))):
         ids = chain_ids(nodes, last)
         thoughts, known = [nodes[j]["text"] for j in ids], nodes[last].get("prm_scores")
@@ -191,7 +192,7 @@ def verify_chains(state: GvrBonState, runtime: Runtime[GvrBonContext], model: Ba
             costs.append(scored.cost)
             known, unread = scored.value, not scored.parsed
             updates[last] = {"prm_scores": known, "prm_unread": unread}
-        positions, scores, cost = kit.flawed_thoughts(
+        positions, scores, cost = codeprm.flawed_thoughts(
             context.gvr_bon_verify, context, llm, problem, thoughts, nodes[last]["code"], nodes[last]["feedback"],
             shown=problem + numbered(thoughts), key=f"{state['problem']['id']}:{last}:{state['rounds']}",
             scores=known or None, unread=unread)
@@ -217,7 +218,7 @@ def refine(state: GvrBonState, runtime: Runtime[GvrBonContext], model: BaseChatM
             reply = rethink.refine(llm, prompt, state=shown, code=nodes[last]["code"],
                                    feedback=nodes[last]["feedback"], refine_id=ids.index(thought_id) + 1)
             costs.append(reply.cost)
-            if update := kit.refined_thought(nodes[thought_id], reply.value):
+            if update := codeprm.refined_thought(nodes[thought_id], reply.value):
                 updates[thought_id], texts[thought_id] = update, reply.value
                 kit.emit("refined", node=thought_id, old=nodes[thought_id]["text"], new=reply.value)
     return {"nodes": updates, "pending": list(state["flagged"]), "flagged": {}, "rounds": state["rounds"] + 1,

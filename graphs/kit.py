@@ -19,7 +19,6 @@ import asyncio
 import copy
 import inspect
 import logging
-import random
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar, copy_context
@@ -28,32 +27,22 @@ from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
-from langgraph._internal._runnable import RunnableCallable  # LangGraph's node wrapper (langgraph-prebuilt uses it)
 from langgraph.config import get_config, get_stream_writer
 from langgraph.errors import NodeError
 from langgraph.graph import StateGraph
-from langgraph.runtime import Runtime
+from langgraph.runtime import Runtime, get_runtime
 from langgraph.types import Command, Overwrite
 
 from codeforest.agents import critic
 from codeforest.agents.base import BudgetSpent, ModelFault, Reply, counting_calls
-from codeforest.agents.verifier import LLMVerifier, locate_flawed, verify
-from codeforest.context import Context, VerifierContext
-from codeforest.graphs.state import (
-    Execution,
-    NodeRecord,
-    SearchInput,
-    SearchOutput,
-    SearchState,
-    add_cost,
-    merge_nodes,
-    tokens_spent,
-)
+from codeforest.context import Context
+from codeforest.cost import add_cost, tokens_spent
+from codeforest.graphs.state import Execution, NodeRecord, SearchInput, SearchOutput, SearchState, merge_nodes
 from codeforest.problems import Problem, public_suite, validate_problem
 from codeforest.prompts import Prompt, check_prompts_dir, load_prompt
-from codeforest.tools.prm import HTTPScorer
+from codeforest.suites import ExecutionResult, TestOutcome
 from codeforest.tools.sandbox import run_public_tests
-from codeforest.tools.testing import ExecutionResult, TestOutcome, feedback_text
+from codeforest.tools.testing import feedback_text
 from codeforest.tools.tracing import failing_test_trace
 
 log = logging.getLogger("codeforest")
@@ -112,87 +101,6 @@ def emit(event: str, **data: Any) -> None:
     except RuntimeError:  # called outside a graph run
         return
     writer({"event": event, **data})
-
-
-# --- the verifier (CodePRM; any graph whose context is a VerifierContext) ------------------------------
-
-def verifier(context: VerifierContext, model: BaseChatModel | None = None):
-    """The run's thought scorer (a ``tools.prm.PRMScorer``): the prompted chat model (the search's ``model``, or
-    ``verifier_model`` where the context names one) or the PRM endpoint."""
-    with_execution = context.verifier_input == "execution"
-    if context.verifier == "http":
-        return HTTPScorer(context.verifier_url, timeout=context.request_timeout, retries=context.retries,
-                          with_execution=with_execution)
-    return LLMVerifier(role_model(context, context.verifier_context(), model), prompt(context, "verifier"),
-                       with_execution=with_execution, structured=context.structured_output)
-
-
-def flag_thoughts(scores: list[float], mode: str, threshold: float, rule: str = "le",
-                  unflagged: str = "none") -> list[int]:
-    """The thoughts to refine (0-based): every score at or below θ (``rule`` 'le' ≤, 'lt' <), and when none is,
-    nothing (``unflagged`` 'none') or the lowest ('lowest'); or only the lowest (``mode`` 'locate_min'). Ties for
-    the lowest go to the earliest thought."""
-    if not scores:
-        return []
-    lowest = [scores.index(min(scores))]
-    if mode == "locate_min":
-        return lowest
-    return below(scores, threshold, rule) or (lowest if unflagged == "lowest" else [])
-
-
-def flawed_thoughts(mode: str, context: VerifierContext, llm: BaseChatModel, problem: str, thoughts: list[str],
-                    code: str, feedback: str, *, shown: str, key: str, scores: list[float] | None = None,
-                    unread: bool = False) -> tuple[list[int], list[float] | None, dict]:
-    """The thoughts (0-based) to refine under ``mode``, the step scores behind them (None without) and the cost.
-
-    'threshold' and 'locate_min' flag from the Verifier's scores (``scores`` when already computed for this
-    code, ``unread`` when that reply could not be read); the released code's score-free locators: 'llm_locate'
-    (the model names one thought, from ``shown``: problem and numbered thoughts), 'last', and 'random' (drawn
-    from ``key``, so a rerun draws the same). An unreadable Verifier reply is recorded as 0.5 per thought, and
-    the thoughts are flagged from scores drawn at random as the released code does (from ``key``): 0.5
-    everywhere would flag every thought under 'le', and under 'lt' none (always the first with the released
-    ``unflagged`` 'lowest').
-    """
-    if not thoughts:
-        return [], scores, {}
-    if mode == "last":
-        return [len(thoughts) - 1], None, {}
-    if mode == "random":
-        return [random.Random(key).randrange(len(thoughts))], None, {}
-    if mode == "llm_locate":
-        reply = locate_flawed(llm, prompt(context, "verifier"), state=shown, code=code, feedback=feedback,
-                              count=len(thoughts))
-        return [reply.value], None, reply.cost
-    cost: dict = {}
-    if scores is None:
-        scored = verify(verifier(context, llm), problem, thoughts, code, feedback)
-        scores, cost, unread = scored.value, scored.cost, not scored.parsed
-    drawn = random.Random(key)
-    flag_by = [drawn.random() for _ in thoughts] if unread else scores
-    flagged = flag_thoughts(flag_by, mode, context.verifier_threshold, context.verifier_threshold_rule,
-                            context.verifier_unflagged)
-    return flagged, scores, cost
-
-
-def below(scores: list[float], threshold: float, rule: str = "le") -> list[int]:
-    """The positions of the flagged scores: ``rule`` 'le' is ≤ θ (the CodePRM paper), 'lt' < θ (its released code)."""
-    return [i for i, s in enumerate(scores) if (s <= threshold if rule == "le" else s < threshold)]
-
-
-def refined_thought(node: dict, text: str) -> dict | None:
-    """A thought node's update when a refinement replaces its text (the first text kept); ``None`` for an empty
-    replacement, which would drop the thought out of every prompt and renumber the others, so the thought stays."""
-    if not text:
-        return None
-    return {"text": text, "refined": node.get("refined", 0) + 1,
-            "replaced_thought": node.get("replaced_thought", node["text"])}
-
-
-def aggregate(scores: list[float], how: str) -> float:
-    """One number for a chain's step scores: 'max' (the released code's default), 'min', 'mean' or 'last'."""
-    if not scores:
-        return 0.0
-    return {"max": max, "min": min, "mean": lambda s: sum(s) / len(s), "last": lambda s: s[-1]}[how](scores)
 
 
 # --- nodes and programs ---------------------------------------------------------------------------
@@ -403,7 +311,7 @@ def add_nodes(graph: StateGraph, nodes: dict[str, Callable], model: BaseChatMode
         if "model" in inspect.signature(fn).parameters:
             fn = _counted(partial(fn, model=model))
             handler = partial(_model_fault, goto=on_model_fault)
-        graph.add_node(name, RunnableCallable(fn, _offloaded(fn), name=name, trace=False), error_handler=handler)
+        graph.add_node(name, Node(fn, name), error_handler=handler)
 
 
 def with_context(fn: Callable, cls: type[Context]) -> Callable:
@@ -500,12 +408,24 @@ def failed(state: dict) -> bool:
     return bool(state.get("model_error"))
 
 
-def _offloaded(fn: Callable) -> Callable:
-    async def node(state, **injected):  # LangGraph injects what ``fn`` declares (runtime ...)
-        call = partial(copy_context().run, fn, state, **injected)
-        return await asyncio.get_running_loop().run_in_executor(_POOL, call)
+class Node(Runnable):
+    """A node function as LangGraph runs it: as is under ``invoke``/``stream``, and in the kit's thread pool under
+    ``ainvoke``/``astream``; it gets the run's ``runtime`` when it declares one, as a plain function would."""
 
-    return node
+    def __init__(self, fn: Callable, name: str):
+        self.fn, self.name = fn, name
+        self.takes_runtime = "runtime" in inspect.signature(fn).parameters
+
+    def invoke(self, input: Any, config: dict | None = None, **kwargs: Any) -> Any:
+        """Run the node function on the state."""
+        if self.takes_runtime and "runtime" not in kwargs:
+            kwargs["runtime"] = get_runtime()
+        return self.fn(input, **kwargs)
+
+    async def ainvoke(self, input: Any, config: dict | None = None, **kwargs: Any) -> Any:
+        """Run the node function in the kit's pool, so the event loop never blocks."""
+        call = partial(copy_context().run, self.invoke, input, config, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(_POOL, call)
 
 
 def recursion_limit(nodes: int) -> int:

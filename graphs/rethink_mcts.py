@@ -33,18 +33,12 @@ from typing_extensions import TypedDict
 from codeforest.agents import critic, rethink, solver, thinker
 from codeforest.agents.verifier import thoughts_state, verify
 from codeforest.context import VerifierContext
-from codeforest.graphs import kit, search, selection
-from codeforest.graphs.state import Cost, NodeRecord, SearchState, add_cost, merge_nodes, tokens_spent, total_cost
+from codeforest.cost import Cost, add_cost, tokens_spent, total_cost
+from codeforest.graphs import codeprm, kit, mcts, search, selection
+from codeforest.graphs.state import NodeRecord, SearchState, merge_nodes
 from codeforest.problems import Problem
-from codeforest.tools.testing import (
-    ExecutionResult,
-    TestOutcome,
-    current_output,
-    execution_report,
-    is_stdin_test,
-    prm_feedback,
-    shown_test,
-)
+from codeforest.suites import ExecutionResult, TestOutcome
+from codeforest.tools.testing import current_output, execution_report, is_stdin_test, prm_feedback, shown_test
 
 BUDGET_UNIT = "rollouts"
 ROOT = kit.ROOT
@@ -180,10 +174,7 @@ def may_rethink(node: NodeRecord, context: RethinkContext) -> bool:
 
 def best_program(programs: list[dict]) -> dict | None:
     """The highest-rewarded program (the first reward seen for a code string counts); ties to the earliest."""
-    first_seen: dict[str, dict] = {}
-    for program in programs:
-        first_seen.setdefault(program["code"], program)
-    return kit.best(first_seen.values(), key=lambda p: p["reward"])
+    return mcts.best_program(programs, "reward")
 
 
 def concurrent_children(nodes: dict[str, NodeRecord], leaf: str, concurrency: int, left: int) -> list[str]:
@@ -205,12 +196,7 @@ def expand_children(state: dict, context: RethinkContext, model: BaseChatModel, 
                              feedback=feedback, structured=context.structured_output,
                              feedback_key=f"expand_with_feedback{released_suffix(context)}")
     base = kit.next_order(nodes) + state.get("id_offset", 0)
-    children: dict[str, NodeRecord] = {}
-    for i, (text, prior) in enumerate(ideas.value):
-        child = kit.new_node(base + i, parent=parent, kind="thought", text=text, prior=prior,
-                             visits=search.NEW_VISITS, q=0.0, rethinks=0)
-        children[child["id"]] = child
-    return {"nodes": children, "cost": ideas.cost}
+    return {"nodes": mcts.thought_children(nodes, parent_id, ideas.value, base, rethinks=0), "cost": ideas.cost}
 
 
 def simulate(state: RolloutState, runtime: Runtime[RethinkContext], model: BaseChatModel | None = None) -> dict:
@@ -252,8 +238,8 @@ def self_evaluation(state: RolloutState, context: RethinkContext, llm: BaseChatM
     nodes, path, problem = state["nodes"], state["path"], state["problem"]
     if context.rethink_evaluator == "verifier":
         thoughts = search.thoughts_on(nodes, path)
-        scored = verify(kit.verifier(context, llm), problem["prompt"], thoughts, code, feedback)
-        scored.value = 2 * kit.aggregate(scored.value, "mean") - 1 if thoughts else 0.0
+        scored = verify(codeprm.verifier(context, llm), problem["prompt"], thoughts, code, feedback)
+        scored.value = 2 * codeprm.aggregate(scored.value, "mean") - 1 if thoughts else 0.0
         return scored
     return critic.self_evaluate(llm, kit.prompt(context, "critic_mcts"), problem, thoughts=thoughts_text(nodes, path),
                                 code=code, structured=context.structured_output)
@@ -277,7 +263,7 @@ def rethink_leaf(state: RolloutState, runtime: Runtime[RethinkContext], model: B
         ids = search.thought_ids(nodes, state["path"])
         thoughts = [nodes[i]["text"] for i in ids]
         shown = thoughts_state(state["problem"]["prompt"], thoughts)
-        positions, scores, cost = kit.flawed_thoughts("locate_min", context, llm, state["problem"]["prompt"],
+        positions, scores, cost = codeprm.flawed_thoughts("locate_min", context, llm, state["problem"]["prompt"],
                                                       thoughts, node["code"], node.get("prm_feedback", feedback),
                                                       shown=shown,
                                                       key=f"{state['problem']['id']}:{leaf}:{node.get('rethinks', 0)}")
@@ -327,19 +313,15 @@ def rollout_builder(model: BaseChatModel | None = None) -> StateGraph:
 def expand_root(state: RethinkState, runtime: Runtime[RethinkContext], model: BaseChatModel | None = None) -> dict:
     """The root and its first thoughts."""
     context = kit.settings(runtime, CONTEXT)
-    root = {ROOT: kit.root_node(visits=search.NEW_VISITS)}
-    update = expand_children({**state, "nodes": root}, context, kit.chat_model(context, model), ROOT, None)
-    return {"nodes": {**root, **update["nodes"]}, "cost": update["cost"]}
+    return mcts.expand_root(state, context, kit.chat_model(context, model), expand_children)
 
 
 def select(state: RethinkState, runtime: Runtime[RethinkContext]) -> dict:
     """P-UCB from the root down to a leaf; stop when too few steps are left for a rollout."""
     context = kit.settings(runtime, CONTEXT)
-    if kit.steps_left(state) < 3:  # rollout, backpropagate, finalize
-        return {"stop": kit.STEP_LIMIT}
-    path = search.select_leaf(state["nodes"], ROOT, "p_ucb", context.rethink_c_base, context.rethink_c)
-    kit.emit("selected", node=path[-1], path=path)
-    return {"path": path}
+    path = mcts.select_path(state, context.rethink_c_base, context.rethink_c,
+                            steps_needed=3)  # rollout, backpropagate, finalize
+    return {"path": path} if path else {"stop": kit.STEP_LIMIT}
 
 
 def rollout_node(rollout_graph: CompiledStateGraph) -> Callable:
@@ -385,11 +367,7 @@ def backpropagate(state: RethinkState, runtime: Runtime[RethinkContext]) -> dict
 
 def finalize(state: RethinkState) -> dict:
     """Return the highest-rewarded program of the search."""
-    chosen = best_program(state["programs"])
-    reason = state.get("stop") or "tree_exhausted"
-    if chosen is None:
-        return kit.finish(state, None, "", None, reason)
-    return kit.finish(state, chosen["node"], chosen["code"], chosen["execution"], reason)
+    return mcts.finish_best(state, best_program(state["programs"]))
 
 
 # --- wiring ---------------------------------------------------------------------------------------------

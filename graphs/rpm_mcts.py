@@ -46,11 +46,18 @@ from pydantic import Field
 
 from codeforest.agents import critic, solver, thinker
 from codeforest.context import Context
+from codeforest.cost import total_cost
 from codeforest.graphs import kit, search, selection
-from codeforest.graphs.state import NodeRecord, SearchState, merge_nodes, total_cost
-from codeforest.kb import fingerprint, open_knowledge
+from codeforest.graphs.state import NodeRecord, SearchState, merge_nodes
 from codeforest.problems import Problem
-from codeforest.tools.knowledge import KnowledgeBase, KnowledgeError, WordLlamaEmbeddings, cosine_matrix
+from codeforest.tools.knowledge import (
+    KnowledgeBase,
+    KnowledgeError,
+    WordLlamaEmbeddings,
+    cosine_matrix,
+    fingerprint,
+    open_knowledge,
+)
 from codeforest.tools.testing import feedback_text
 
 BUDGET_UNIT = "rollouts"

@@ -30,8 +30,9 @@ from codeforest.agents import judge as judges
 from codeforest.agents import tester
 from codeforest.agents.base import BudgetSpent, ModelFault
 from codeforest.context import Context
+from codeforest.cost import total_cost
 from codeforest.graphs import kit
-from codeforest.graphs.state import NodeRecord, SearchState, total_cost
+from codeforest.graphs.state import NodeRecord, SearchState
 from codeforest.tools.probes import behaviour, displayed, mutated_inputs, no_answer, probe, rejected
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from codeforest.tools.testing import KINDS
+from codeforest.suites import KINDS
 
 _VAR = re.compile(r"\{(\w+)\}")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from codeforest.problems import find_data_dir
+from codeforest.loading import find_data_dir
 from tests.system_packages import missing
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

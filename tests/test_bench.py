@@ -39,12 +39,12 @@ from codeforest.cli.common import heartbeat
 from codeforest.context import Context
 from codeforest.graphs.bester import BesterContext
 from codeforest.graphs.rethink_mcts import RethinkContext
-from codeforest.problems import load_dataset
+from codeforest.loading import load_dataset
 from codeforest.registry import context_for
 from codeforest.report import summarize, wilson_interval
+from codeforest.suites import TestSuite
 from codeforest.tools._runner import from_plain
 from codeforest.tools.sandbox import LocalSandbox
-from codeforest.tools.testing import TestSuite
 from tests.fake_openai import FakeOpenAI
 from tests.fakes import RespondingChatModel
 

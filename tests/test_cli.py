@@ -249,11 +249,11 @@ def test_the_default_results_folder_keeps_a_model_name_whole():
 
 
 def test_solve_describes_an_mcts_selection_by_its_path():
-    from codeforest.cli.solve import _describe
+    from codeforest.cli.solve import describe_event
 
-    assert _describe({"event": "selected", "node": "n5", "path": ["n1", "n5"]}) == \
+    assert describe_event({"event": "selected", "node": "n5", "path": ["n1", "n5"]}) == \
         "selected node n5 by the path n1 > n5"
-    assert _describe({"event": "selected", "node": "n2", "round": 1, "passed": 1, "total": 2, "best": "n2"}) == \
+    assert describe_event({"event": "selected", "node": "n2", "round": 1, "passed": 1, "total": 2, "best": "n2"}) == \
         "round 1: chose node n2 (1/2 public tests), best so far n2"
 
 

@@ -15,7 +15,7 @@ from codeforest.cli import main
 from codeforest.concurrency_bench import bench_concurrency, outside_share
 from codeforest.context import Context
 from codeforest.graphs.rethink_mcts import RethinkContext
-from codeforest.problems import load_dataset
+from codeforest.loading import load_dataset
 from codeforest.scripted_endpoint import ScriptedEndpoint, any_role_reply, schema_instance
 from codeforest.tools import stopwatch
 from tests.fakes import InFlight

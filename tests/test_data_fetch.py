@@ -18,7 +18,7 @@ import pytest
 
 from codeforest.cli import main
 from codeforest.datasets import DATASETS, DatasetInfo, SourceFile, data_cache, pins
-from codeforest.problems import load_dataset
+from codeforest.loading import load_dataset
 from tests.conftest import FIXTURES
 from tests.data_server import HUB_COMMIT, DataServer
 
@@ -34,7 +34,7 @@ def server(monkeypatch, tmp_path):
         monkeypatch.setenv("HF_ENDPOINT", srv.url)
         monkeypatch.setenv("CODEFOREST_CACHE", str(tmp_path / "cache"))
         monkeypatch.delenv("CODEFOREST_DATA", raising=False)
-        monkeypatch.setattr("codeforest.problems.find_data_dir", lambda explicit=None: None)
+        monkeypatch.setattr("codeforest.loading.find_data_dir", lambda explicit=None: None)
         yield srv
 
 

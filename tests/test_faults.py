@@ -16,7 +16,7 @@ from codeforest import solve
 from codeforest.bench import Bench, locked, read_results
 from codeforest.cli import main
 from codeforest.context import Context
-from codeforest.problems import load_dataset
+from codeforest.loading import load_dataset
 from codeforest.registry import context_for, graph_names
 from tests.fake_openai import FakeOpenAI
 from tests.test_native import INC, SMALL, Universal

@@ -7,8 +7,8 @@ import random
 import pytest
 
 from codeforest.agents.verifier import parse_location
+from codeforest.graphs.codeprm import aggregate, flag_thoughts
 from codeforest.graphs.gvr import GvrContext, best_program, build_graph, value_of
-from codeforest.graphs.kit import aggregate, flag_thoughts
 from tests.fakes import RespondingChatModel, RoleScript, thought_list
 
 PROBLEM = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from codeforest.suites import TestSuite
 from codeforest.tools.sandbox import LocalSandbox, bundled_bwrap
-from codeforest.tools.testing import TestSuite
 
 SECRET = "sk-hostile-secret-4242"
 RESULTS: list = []

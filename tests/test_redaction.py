@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from codeforest.suites import TestSuite
 from codeforest.tools.redaction import redact, secret_values
 from codeforest.tools.sandbox import LocalSandbox
-from codeforest.tools.testing import TestSuite
 
 KEY = "sk-proj-0123456789abcdef"
 

@@ -11,7 +11,7 @@ import pytest
 from codeforest.bench import Bench
 from codeforest.cli import main
 from codeforest.context import Context
-from codeforest.problems import load_dataset
+from codeforest.loading import load_dataset
 from codeforest.report_html import COLOURS, layout, node_colour
 from tests.fakes import RespondingChatModel
 from tests.system_packages import missing
@@ -80,3 +80,44 @@ def test_layout_and_colours():
     assert node_colour({"code": "x", "execution": {"passed": 1, "total": 2}}) == COLOURS["partial"]
     assert node_colour({"code": "x", "execution": {"passed": 0, "total": 2}}) == COLOURS["failed"]
     assert node_colour({"text": "a thought"}) == COLOURS["none"]
+
+
+def wide_results(folder, runs: int = 25, problems: int = 4):
+    """A results folder of ``runs`` runs with long labels (five graphs, each at several settings)."""
+    graphs = ("direct", "resample", "codetree", "bester", "rethink_mcts")
+    records = [{"graph": graphs[i % 5], "model": "m", "dataset": "fixtures", "problem_id": f"HumanEval/{p}",
+                "settings": {"min_candidates": 8, "selector": "differential", "token_budget": 1000 * (i + 1)},
+                "error": None, "private_passed": (i + p) % 3 > 0, "private_pass_rate": 0.5, "private_tests": 4,
+                "prompt_tokens": 300 * (i + 1) ** 2, "completion_tokens": 100, "llm_calls": i + 1}
+               for i in range(runs) for p in range(problems)]
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def test_a_wide_report_fits_the_page_and_its_plot_fills_the_content(tmp_path):
+    wide_results(tmp_path)
+    assert main(["report", str(tmp_path), "--html"]) == 0
+    driver = chromium_driver()
+    try:
+        for width in (1280, 640):  # a desktop and a narrow window
+            driver.set_window_size(width, 900)
+            driver.get((tmp_path / "report.html").as_uri())
+            page, viewport = driver.execute_script(
+                "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+            assert page <= viewport <= width, (width, page, viewport)
+        driver.set_window_size(1280, 900)
+        driver.get((tmp_path / "report.html").as_uri())
+        plot = driver.find_element("css selector", "img.plot")
+        content = driver.find_element("css selector", "h1").size["width"]
+        assert plot.size["width"] > 340 and plot.size["width"] >= 0.95 * content
+        boxes = driver.find_elements("css selector", "div.scroll")
+        per_problem = next(b for b in boxes if "HumanEval/0" in b.text)
+        assert len(per_problem.find_elements("css selector", "thead th")) == 26  # problem + 25 runs
+        inner, outer = driver.execute_script("return [arguments[0].scrollWidth, arguments[0].clientWidth]",
+                                             per_problem)
+        assert inner > outer  # the table scrolls inside its box, not the page
+        first, later = (per_problem.find_elements("css selector", "tbody tr:first-child td")[i] for i in (0, 3))
+        before = (first.location["x"], later.location["x"])
+        driver.execute_script("arguments[0].scrollLeft = 400", per_problem)
+        assert first.location["x"] == before[0] and later.location["x"] < before[1]  # the problem column stays
+    finally:
+        driver.quit()

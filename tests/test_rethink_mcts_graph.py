@@ -13,7 +13,7 @@ from codeforest.graphs.rethink_mcts import (
     build_graph,
     verbal_feedback,
 )
-from codeforest.tools.testing import ExecutionResult, TestOutcome
+from codeforest.suites import ExecutionResult, TestOutcome
 from tests.fakes import RespondingChatModel, RoleScript, thought_list
 
 PROBLEM = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",

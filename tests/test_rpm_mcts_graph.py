@@ -19,8 +19,7 @@ from codeforest.graphs.rpm_mcts import (
     selection_score,
     solution_value,
 )
-from codeforest.kb import fingerprint
-from codeforest.tools.knowledge import KnowledgeBase, KnowledgeError
+from codeforest.tools.knowledge import KnowledgeBase, KnowledgeError, fingerprint
 from tests.fakes import RespondingChatModel
 
 PROBLEM = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",

@@ -18,8 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from codeforest.suites import TestSuite
 from codeforest.tools.sandbox_e2b import E2BSandbox, SandboxServiceError
-from codeforest.tools.testing import TestSuite
 from tests.test_hostile import _alive
 
 

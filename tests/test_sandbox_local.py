@@ -7,8 +7,9 @@ import time
 
 import pytest
 
+from codeforest.suites import TestSuite
 from codeforest.tools.sandbox import run
-from codeforest.tools.testing import TestSuite, feedback_text
+from codeforest.tools.testing import feedback_text
 
 ADD = "def add(a, b):\n    return a + b\n"
 

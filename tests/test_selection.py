@@ -102,8 +102,8 @@ def test_outputs_too_long_to_show_are_told_apart_by_the_whole_value():
 def test_a_fingerprint_never_changes_a_verdict():
     """Printed integers over Python's 4,300-digit conversion limit, and a cyclic value returned by a program
     that raised the recursion limit: the tests pass or fail as the program's answer says."""
+    from codeforest.suites import TestSuite
     from codeforest.tools.sandbox import run
-    from codeforest.tools.testing import TestSuite
 
     nines = "9" * 5000
     result = run("print('9' * int(input()))\n", TestSuite.stdio([{"input": "5000\n", "output": nines + "\n"}]))

@@ -9,7 +9,7 @@ import pytest
 
 from codeforest.bench import Bench
 from codeforest.graphs import resample
-from codeforest.problems import load_dataset
+from codeforest.loading import load_dataset
 from tests.fakes import RespondingChatModel, code_reply
 
 PROBLEM = {"id": "T/double", "prompt": 'def f(x):\n    """Return twice x."""\n', "kind": "function",

@@ -11,7 +11,8 @@ from langgraph_sdk import get_sync_client
 from codeforest.bench import Bench, RunnerLost, read_results
 from codeforest.cli import main
 from codeforest.context import Context
-from codeforest.problems import Task, load_dataset
+from codeforest.loading import load_dataset
+from codeforest.problems import Task
 from codeforest.scripted_endpoint import ScriptedEndpoint, any_role_reply
 from codeforest.server_runs import ServerRunError, ServerSolver
 from tests.langgraph_dev import free_port, langgraph_dev

@@ -26,7 +26,7 @@ import pytest
 
 from codeforest.bench import Bench, RunnerLost, read_results
 from codeforest.context import Context
-from codeforest.problems import load_dataset
+from codeforest.loading import load_dataset
 from codeforest.scripted_endpoint import ScriptedEndpoint, any_role_reply
 from codeforest.server_runs import ServerSolver
 from tests.langgraph_dev import ROOT, free_port

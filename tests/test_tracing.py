@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
+from codeforest.suites import TestSuite
 from codeforest.tools.sandbox import run
-from codeforest.tools.testing import TestSuite
 from codeforest.tools.tracing import basic_blocks, failing_test_trace, render_trace, trace_test
 
 OFF_BY_ONE = """def count_up(n):

@@ -14,7 +14,8 @@ import pytest
 
 from codeforest import evalplus
 from codeforest.livecodebench import PickleRefused, decode_tests, unpickle_string
-from codeforest.problems import DatasetError, load_dataset, released_between
+from codeforest.loading import load_dataset, released_between
+from codeforest.problems import DatasetError
 from codeforest.scoring import score_plus, score_private
 
 

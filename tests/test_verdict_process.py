@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from codeforest.problems import prompt_helpers, public_suite
+from codeforest.suites import TestSuite
 from codeforest.tools.sandbox import LocalSandbox
-from codeforest.tools.testing import TestSuite
 
 
 @pytest.fixture(scope="module")

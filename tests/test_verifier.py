@@ -12,8 +12,9 @@ import pytest
 from codeforest.agents.verifier import LLMVerifier, numbered, parse_scores, verify
 from codeforest.graphs import codetree, gvr, rethink_mcts
 from codeforest.prompts import load_prompt
+from codeforest.suites import ExecutionResult, TestOutcome
 from codeforest.tools.prm import STEP_TAG, HTTPScorer, PRMError, PRMReplyError, PRMScorer, prm_input
-from codeforest.tools.testing import ExecutionResult, TestOutcome, prm_feedback
+from codeforest.tools.testing import prm_feedback
 from tests.fakes import RespondingChatModel
 
 PROBLEM = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",
@@ -364,13 +365,13 @@ def test_rethink_localisation_from_an_unreadable_reply_draws_by_problem_leaf_and
     """An unreadable Verifier reply under ``rethink_locate=verifier`` flags from random scores keyed by the
     problem, the leaf and its rethink count: two problems sharing leaf ids do not draw alike."""
     keys = []
-    original = rethink_mcts.kit.flawed_thoughts
+    original = rethink_mcts.codeprm.flawed_thoughts
 
     def spy(*args, key, **kwargs):
         keys.append(key)
         return original(*args, key=key, **kwargs)
 
-    monkeypatch.setattr(rethink_mcts.kit, "flawed_thoughts", spy)
+    monkeypatch.setattr(rethink_mcts.codeprm, "flawed_thoughts", spy)
     prompts: list[str] = []
     respond = rethink_respond(["not a score", "still not", '{"1-Thought": 0.8, "2-Thought": 1.0}'], prompts)
     context = rethink_mcts.RethinkContext(structured_output=False, rethink_width=1, rethink_rollouts=2,

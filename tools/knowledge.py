@@ -18,6 +18,7 @@ import logging
 import os
 import threading
 from collections.abc import Iterable, Sequence
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,8 @@ from langchain_core.embeddings import Embeddings
 
 COLLECTION = "rpm_mcts_steps"
 MANIFEST = "kb.json"
+PACKAGED_STEPS = Path(str(resources.files("codeforest.tools") / "kb_steps.jsonl"))  # shipped in the package
+log = logging.getLogger("codeforest.kb")
 
 
 class KnowledgeError(RuntimeError):
@@ -195,3 +198,56 @@ class KnowledgeBase:
 
         store = Chroma(client=self.client, collection_name=COLLECTION, embedding_function=self.embeddings)
         return store.as_retriever(search_kwargs={"k": k, **({"filter": {"topic": topic}} if topic else {})})
+
+
+def default_kb_path() -> Path:
+    """The default knowledge base: built from the packaged steps into the user cache."""
+    from codeforest.tools import cache_dir
+
+    return cache_dir() / "kb" / "default"
+
+
+def read_steps(path: str | Path) -> list[dict]:
+    """The step records of a steps file; a last line cut short by a kill is skipped, any other line that is not a
+    step record is skipped with a warning naming how many."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    records, others = [], []
+    lines = [(n, line) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if line.strip()]
+    last = lines[-1][0] if lines else 0
+    for lineno, line in lines:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            record = None
+        if isinstance(record, dict) and "id" in record and isinstance(record.get("steps"), list):
+            records.append(record)
+        elif lineno < last or record is not None:  # not the last line a kill cut short
+            others.append(lineno)
+    if others:
+        log.warning("%s: skipped %d lines that are not step records ({\"id\", \"steps\": [...]}), the first line %d",
+                    path, len(others), others[0])
+    return records
+
+
+_opened: dict = {}
+_opening = threading.Lock()
+
+
+def open_knowledge(path: str | os.PathLike | None = None) -> KnowledgeBase:
+    """The knowledge base at ``path``, or the default one (built from the packaged steps, embeddings only, on
+    first use, and topped up when the packaged steps hold more); opened once per process."""
+    target = Path(path).expanduser() if path else default_kb_path()
+    with _opening:
+        if str(target) not in _opened:
+            if path is None:  # the default KB follows the packaged steps (a newer release may ship more)
+                records = [r for r in read_steps(PACKAGED_STEPS) if r["steps"]]
+                if not records and not (target / MANIFEST).is_file():
+                    raise KnowledgeError("RPM-MCTS needs a knowledge base and none was found: build one with "
+                                         "`codeforest kb build --from DATASET --out DIR` and set kb_path "
+                                         "(CODEFOREST_KB_PATH=DIR), or run the w/o-KB ablation with rpm_kb=false "
+                                         "(CODEFOREST_RPM_KB=false)")
+                KnowledgeBase(target, create=True).add(records)
+            _opened[str(target)] = KnowledgeBase(target)
+        return _opened[str(target)]

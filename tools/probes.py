@@ -15,9 +15,10 @@ import random
 import re
 
 from codeforest.problems import Problem
+from codeforest.suites import ExecutionResult, TestSuite
 from codeforest.tools._runner import digest, printed_digest, value_digest
 from codeforest.tools.sandbox import run
-from codeforest.tools.testing import ExecutionResult, TestSuite, printed
+from codeforest.tools.testing import printed
 
 TIMEOUT, RAISED = "<timeout>", "<raised {}>"
 FINGERPRINT = "<sha256 {}>"  # an output as grouped (and a long one's mark after its cut text)

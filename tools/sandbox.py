@@ -30,9 +30,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Protocol
 
+from codeforest.suites import ExecutionResult, TestOutcome, TestSuite
 from codeforest.tools.redaction import mask_secrets, secret_values
 from codeforest.tools.stopwatch import SANDBOX, timed
-from codeforest.tools.testing import ExecutionResult, TestOutcome, TestSuite, outputs_match
+from codeforest.tools.testing import outputs_match
 
 RESULT_BYTES_LIMIT = 64 * 1024 * 1024  # what the parent will read from one child, at most
 STARTUP_GRACE_S = 3.0  # interpreter start-up and program definition, on top of the first test's limit

@@ -15,9 +15,10 @@ import itertools
 import textwrap
 from dataclasses import dataclass, field
 
+from codeforest.suites import ExecutionResult, TestOutcome, TestSuite
 from codeforest.tools.sandbox import get_sandbox
 from codeforest.tools.stopwatch import SANDBOX, timed
-from codeforest.tools.testing import ExecutionResult, TestOutcome, TestSuite, is_stdin_test
+from codeforest.tools.testing import is_stdin_test
 
 MAX_BLOCKS = 10  # first 5 + last 5, as RethinkMCTS's released code caps the trace
 TRACE_TIMEOUT_S = 5.0

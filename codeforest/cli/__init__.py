@@ -9,11 +9,11 @@ from importlib.metadata import version
 
 from rich.markup import escape
 
-from codeforest.cli import bench, data, kb, prm, serve, solve, speed
+from codeforest.cli import bench, data, kb, mcp, prm, serve, solve, speed
 from codeforest.cli.common import err
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
-COMMAND_GROUPS = (solve, bench, data, speed, kb, prm, serve)  # the order of the commands in --help
+COMMAND_GROUPS = (solve, bench, data, speed, kb, prm, serve, mcp)  # the order of the commands in --help
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -82,7 +82,7 @@ def register(sub) -> None:
 def cmd_bench(args: argparse.Namespace) -> int:
     """Run graphs x problems, appending one record per finished pair; then print the report."""
     from codeforest.bench import Bench, mean_tokens_of, parse_budgets, read_results, select_tasks, write_samples
-    from codeforest.problems import load_dataset, released_between
+    from codeforest.loading import load_dataset, released_between
     from codeforest.tools.models import local_model_file
 
     if args.rescore_plus:
@@ -185,7 +185,7 @@ def _run_bench(bench, context: Context, dataset: str, budget: int) -> None:
 
 def finished_line(record: dict) -> str:
     """A finished problem in the bench log: verdict, stop reason, calls (a trained PRM's apart), tokens, seconds."""
-    from codeforest.graphs.state import tokens_spent
+    from codeforest.cost import tokens_spent
 
     verdict = "solved" if record["private_passed"] else "failed"
     prm = f" (+{record['prm_calls']} PRM)" if record.get("prm_calls") else ""

@@ -29,7 +29,7 @@ def register(sub) -> None:
 def cmd_list(args: argparse.Namespace) -> int:
     """Print every dataset with its source, licence and where it is on this machine."""
     from codeforest.datasets import DATASETS, locate, pins
-    from codeforest.problems import find_data_dir
+    from codeforest.loading import find_data_dir
 
     folder = find_data_dir(args.data_dir)
     recorded = pins()
@@ -96,7 +96,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 def prepare(info) -> None:
     """What a dataset needs beyond its files: EvalPlus's expected outputs, computed once in the sandbox."""
     if info.format in ("humaneval_plus", "mbpp_plus"):
-        from codeforest.problems import load_dataset
+        from codeforest.loading import load_dataset
 
         tasks = load_dataset(info.name)
         err.print(f"{info.name}: {len(tasks)} problems ready (expected outputs from the reference solutions)")

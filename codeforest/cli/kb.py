@@ -63,8 +63,8 @@ def cmd_kb_build(args: argparse.Namespace) -> int:
     """Write steps with the model (resumable) and embed them, or embed a steps file; report what the KB holds."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from codeforest.kb import PACKAGED_STEPS, default_kb_path, read_steps, write_steps
-    from codeforest.tools.knowledge import KnowledgeBase
+    from codeforest.kb import write_steps
+    from codeforest.tools.knowledge import PACKAGED_STEPS, KnowledgeBase, default_kb_path, read_steps
 
     if not args.sources and args.from_steps is None:
         raise ValueError("give --from DATASET (model calls) or --from-steps [FILE] (embeddings only)")
@@ -119,7 +119,7 @@ def cmd_kb_retopic(args: argparse.Namespace) -> int:
 
 def cmd_kb_query(args: argparse.Namespace) -> int:
     """Print the nearest stored step prefixes with their similarity and metadata."""
-    from codeforest.kb import open_knowledge
+    from codeforest.tools.knowledge import open_knowledge
 
     kb = open_knowledge(args.kb)  # the default KB is built from the packaged steps on first use
     out = Console(highlight=False)
@@ -132,7 +132,8 @@ def cmd_kb_query(args: argparse.Namespace) -> int:
 
 def cmd_kb_sanity(args: argparse.Namespace) -> int:
     """Print the retrieval sanity of a knowledge base (reworded problems finding themselves top-1)."""
-    from codeforest.kb import PACKAGED_STEPS, open_knowledge, read_steps, retrieval_sanity
+    from codeforest.kb import retrieval_sanity
+    from codeforest.tools.knowledge import PACKAGED_STEPS, open_knowledge, read_steps
 
     steps = existing_steps(args.steps) if args.steps else PACKAGED_STEPS
     kb = open_knowledge(args.kb)  # the default KB follows the packaged steps first (their topics may have moved)

@@ -53,8 +53,8 @@ def cmd_collect_prm(args: argparse.Namespace) -> int:
 
     from codeforest.bench import in_flight_line, select_tasks
     from codeforest.kb import interleave
+    from codeforest.loading import load_dataset
     from codeforest.prm_data import UNLABELABLE, collect, label_distribution
-    from codeforest.problems import load_dataset
     from codeforest.workers import InFlight
 
     unwritten: list[str] = []

@@ -19,7 +19,8 @@ from codeforest.cli.common import (
     note_single_candidate,
     seconds,
 )
-from codeforest.problems import DatasetError, load_dataset, load_problem
+from codeforest.loading import load_dataset, load_problem
+from codeforest.problems import DatasetError
 from codeforest.registry import graph_names
 from codeforest.scoring import FINAL_TIMEOUT_S, score_plus, score_private
 from codeforest.tools.redaction import redact
@@ -92,7 +93,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
     with err.status("starting ...") as status:
         def on_event(event: dict) -> None:
-            text = _describe(event)
+            text = describe_event(event)
             status.update(text)
             if event.get("event") in ("executed", "decision", "verdict", "reward", "rethink", "selected", "finished"):
                 err.print(f"  {text}")
@@ -119,7 +120,8 @@ def _json_order(result: dict) -> dict:
     return {k: result.get(k) for k in keys + plus}
 
 
-def _describe(event: dict) -> str:
+def describe_event(event: dict) -> str:
+    """A progress event of a search as one line for a person."""
     kind = event.get("event", "?")
     node = event.get("node")
     if kind == "executed":

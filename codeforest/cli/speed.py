@@ -9,7 +9,8 @@ from pathlib import Path
 from rich.console import Console
 
 from codeforest.cli.common import dataset_label, err, positive_int, positive_ints
-from codeforest.problems import DatasetError, load_dataset
+from codeforest.loading import load_dataset
+from codeforest.problems import DatasetError
 from codeforest.registry import graph_names
 
 
