@@ -1,4 +1,4 @@
-"""Judge: which of two outputs on one input is right (S*'s pairwise selection, issue 21).
+"""Judge: which of two outputs on one input is right (S*'s pairwise selection).
 
 The model sees the problem, the input and the two outputs, never the programs. The answer is read from a
 last ``Answer: A`` / ``Answer: B``; anything else is a parse failure and the comparison abstains.

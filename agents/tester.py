@@ -1,4 +1,4 @@
-"""Tester: inputs that tell candidate programs apart (issue 21), optionally with expected outputs (CodeT).
+"""Tester: inputs that tell candidate programs apart, optionally with expected outputs (CodeT).
 
 Function problems get calls of the entry point, kept only when one parses as a call of it; stdio problems
 get stdin texts. In ``codet`` mode each input comes with the output the model expects. Duplicates are

@@ -1,4 +1,4 @@
-"""Choosing the final program when the public tests cannot tell (issue 21): pure rules over output matrices.
+"""Choosing the final program when the public tests cannot tell: pure rules over output matrices.
 
 Each candidate is one distinct program of a search, with the method's own value for it, whether it passes
 the public tests, and its output vector on the probe inputs (``tools.probes``). The selectors never see a

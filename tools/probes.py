@@ -1,4 +1,4 @@
-"""Inputs that tell programs apart, and what each program does on them (issue 21).
+"""Inputs that tell programs apart, and what each program does on them.
 
 Two sources of inputs: type-aware mutations of the public tests' inputs (EvalPlus's idea: numbers nudged,
 zeroed and sign-flipped; lists and strings emptied, shortened, extended, duplicated, sorted, reversed; the

@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
 
     for name in unknown_env_settings():  # the name only: a value may be a secret
         err.print(f"[yellow]note:[/yellow] {name} names no setting of any graph and is ignored (the settings: the "
-                  "README's Configuration)")
+                  "documentation's Settings page)")
     try:
         return args.func(args)
     except Exception as exc:

@@ -41,7 +41,7 @@ def register(sub) -> None:
     solve.add_argument("--problem", help="problem id, e.g. HumanEval/0 or 0 (optional with a one-problem "
                                          "--problem-file)")
     solve.add_argument("--graph", default="direct", choices=graph_names(),
-                       help="the search method (default direct, one call, no search; the README's table)")
+                       help="the search method (default direct, one call, no search; the documentation's Methods page)")
     solve.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     solve.add_argument("--show-nodes", action="store_true", help="print the node table after the code")
     add_context_args(solve)
