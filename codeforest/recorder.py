@@ -1,0 +1,162 @@
+"""A record/replay model endpoint (OpenAI-compatible, on 127.0.0.1) for running two programs on the same replies.
+
+In record mode it forwards each chat completion to a model endpoint and logs the request with its reply; in replay
+mode it answers from such a log. A reply is found by the request's messages and sampling settings (``REPLAY_KEYS``:
+not the model name, time-outs or the client's bookkeeping), and a prompt asked several times gets its recorded
+replies in order. A request the log cannot answer is a miss: it is logged with the nearest recorded prompt and a
+diff against it, and answered with an error, so a search stops at its first divergence instead of inventing one.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import threading
+import time
+from collections import defaultdict, deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from codeforest.jsonl import append_record, read_records
+
+REPLAY_KEYS = ("messages", "temperature", "top_p", "n", "stop", "max_tokens")
+DEFAULTS = {"temperature": 1.0, "top_p": 1.0, "n": 1, "stop": None, "max_tokens": None}  # OpenAI's, when left out
+MISS_STATUS = 422  # a status OpenAI clients and codeforest do not retry: a retry would miss the same way
+
+
+def replay_key(body: dict) -> str:
+    """The key a request's reply is recorded and found under: its messages and sampling settings, with OpenAI's
+    defaults for those left out, and ``max_completion_tokens`` read as ``max_tokens``."""
+    settings = {**DEFAULTS, **{k: body[k] for k in REPLAY_KEYS if body.get(k) is not None}}
+    if body.get("max_completion_tokens") is not None and body.get("max_tokens") is None:
+        settings["max_tokens"] = body["max_completion_tokens"]
+    if isinstance(settings["stop"], str):
+        settings["stop"] = [settings["stop"]]
+    messages = [{"role": m.get("role"), "content": _text(m.get("content"))} for m in body.get("messages", [])]
+    return json.dumps({**settings, "messages": messages}, sort_keys=True, ensure_ascii=False)
+
+
+def _text(content) -> str:
+    if isinstance(content, list):  # content parts: the text ones, in order
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content or ""
+
+
+def prompt_text(key: str) -> str:
+    """A recorded request as text for a person: its settings, then each message under its role."""
+    request = json.loads(key)
+    head = ", ".join(f"{k}={request[k]}" for k in REPLAY_KEYS if k != "messages")
+    return "\n".join([head, *(f"[{m['role']}]\n{m['content']}" for m in request["messages"])])
+
+
+def nearest(key: str, recorded: list[str]) -> tuple[str | None, str]:
+    """The recorded request closest to ``key`` (by the text of its messages and settings) and a unified diff
+    from it to ``key``; ``(None, "")`` when nothing is recorded."""
+    if not recorded:
+        return None, ""
+    text = prompt_text(key)
+    best = max(recorded, key=lambda other: difflib.SequenceMatcher(None, prompt_text(other), text,
+                                                                   autojunk=False).quick_ratio())
+    diff = difflib.unified_diff(prompt_text(best).splitlines(), text.splitlines(), "recorded", "asked", lineterm="")
+    return best, "\n".join(diff)
+
+
+class Recorder:
+    """The endpoint: ``upstream`` set, it records to ``log`` (answering first from what the log already holds, so a
+    recording stopped half-way resumes where it stopped); else it replays ``log``, misses going to ``misses``
+    (default: beside the log). ``delay`` seconds pass before each reply (a fixed model time, to compare the wall
+    time of two programs on the same replies)."""
+
+    def __init__(self, log: str | Path, *, upstream: str | None = None, api_key: str | None = None,
+                 misses: str | Path | None = None, delay: float = 0.0, port: int = 0, timeout: float = 3600.0):
+        self.log, self.upstream, self.api_key, self.delay = Path(log), upstream, api_key, delay
+        self.misses = Path(misses) if misses else self.log.with_name(self.log.stem + ".misses.jsonl")
+        self.timeout = timeout
+        self.replies: dict[str, deque] = defaultdict(deque)
+        self.answered = self.missed = 0
+        self._lock = threading.Lock()
+        records, _ = read_records(self.log) if self.log.is_file() else ([], 0)
+        for record in records:
+            self.replies[record["key"]].append(record["response"])
+        self._recorded = list(self.replies)
+        recorder = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - http.server's naming
+                if self.path.rstrip("/").endswith("/models"):
+                    self._send(200, {"object": "list", "data": [{"id": "recorded", "object": "model"}]})
+                else:
+                    self._send(404, {"error": {"message": f"no {self.path} here"}})
+
+            def do_POST(self):  # noqa: N802
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    return self._send(404, {"error": {"message": f"no {self.path} here"}})
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if body.get("stream"):
+                    return self._send(400, {"error": {"message": "the recorder answers whole replies only "
+                                                                 "(stream=false)"}})
+                status, payload = recorder.answer(body)
+                time.sleep(recorder.delay)
+                self._send(status, payload)
+
+            def _send(self, status: int, payload: dict) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def answer(self, body: dict) -> tuple[int, dict]:
+        """The HTTP status and JSON body for one chat completion request."""
+        key = replay_key(body)
+        with self._lock:
+            queue = self.replies.get(key)
+            if queue:
+                self.answered += 1
+                return 200, queue.popleft()
+            if self.upstream is None:
+                self.missed += 1
+                near, diff = nearest(key, self._recorded)
+                append_record(self.misses, {"key": key, "request": body, "nearest": near, "diff": diff,
+                                            "used_up": key in self.replies})
+        if self.upstream is not None:
+            status, response = self._forward(body)
+            if status == 200:
+                with self._lock:
+                    append_record(self.log, {"key": key, "request": body, "response": response})
+                    self.answered += 1
+            return status, response
+        reason = "every recorded reply to this request was used" if key in self.replies else \
+            "no recorded request matches"
+        return MISS_STATUS, {"error": {"message": f"replay miss: {reason} (see {self.misses})", "type": "replay_miss"}}
+
+    def _forward(self, body: dict) -> tuple[int, dict]:
+        import httpx
+
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        response = httpx.post(self.upstream.rstrip("/") + "/chat/completions", json=body, headers=headers,
+                              timeout=self.timeout)
+        try:
+            return response.status_code, response.json()
+        except ValueError:
+            return 502, {"error": {"message": f"the model endpoint answered {response.status_code} without JSON"}}
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop serving."""
+        self.server.shutdown()
+        self.server.server_close()

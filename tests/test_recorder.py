@@ -1,0 +1,99 @@
+"""The record/replay endpoint: what a reply is found by, replies in order, misses logged with a diff, and a graph
+replayed from its own recording making the same calls and returning the same program."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from codeforest.api import solve
+from codeforest.jsonl import read_records
+from codeforest.recorder import MISS_STATUS, Recorder, replay_key
+from codeforest.scripted_endpoint import ScriptedEndpoint, any_role_reply
+
+PROBLEM = {"id": "T/1", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",
+           "entry_point": "inc", "public_tests": ["assert inc(1) == 2", "assert inc(5) == 6"]}
+
+
+def ask(url: str, content: str, **settings) -> httpx.Response:
+    return httpx.post(url + "/chat/completions", timeout=30,
+                      json={"model": "m", "messages": [{"role": "user", "content": content}], **settings})
+
+
+def test_the_key_is_messages_and_sampling_settings_with_openai_defaults():
+    base = {"messages": [{"role": "user", "content": "hi"}], "temperature": 1.0}
+    assert replay_key(base) == replay_key({**base, "temperature": None, "model": "other", "timeout": 3, "seed": 1})
+    assert replay_key({**base, "max_completion_tokens": 50}) == replay_key({**base, "max_tokens": 50})
+    assert replay_key({**base, "stop": "\n"}) == replay_key({**base, "stop": ["\n"]})
+    assert replay_key({**base, "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}) == \
+        replay_key(base)
+    for changed in ({"temperature": 0.0}, {"top_p": 0.9}, {"n": 2}, {"max_tokens": 10},
+                    {"messages": [{"role": "system", "content": "hi"}]}):
+        assert replay_key({**base, **changed}) != replay_key(base), changed
+
+
+def test_a_prompt_asked_again_gets_its_recorded_replies_in_order_and_a_miss_is_logged_with_a_diff(tmp_path):
+    log = tmp_path / "calls.jsonl"
+    with ScriptedEndpoint(["first", "second", "other"]) as model, Recorder(log, upstream=model.url) as recorder:
+        assert [ask(recorder.url, "write f").json()["choices"][0]["message"]["content"] for _ in range(2)] == \
+            ["first", "second"]
+        assert ask(recorder.url, "write g", temperature=0).status_code == 200
+    assert len(read_records(log)[0]) == 3 and recorder.answered == 3
+
+    with Recorder(log) as replay:
+        replies = [ask(replay.url, "write f").json()["choices"][0]["message"]["content"] for _ in range(2)]
+        assert replies == ["first", "second"]
+        used_up = ask(replay.url, "write f")
+        changed = ask(replay.url, "write g, please", temperature=0)
+    assert used_up.status_code == MISS_STATUS and "every recorded reply" in used_up.json()["error"]["message"]
+    assert changed.status_code == MISS_STATUS and "no recorded request" in changed.json()["error"]["message"]
+    misses = read_records(replay.misses)[0]
+    assert [m["used_up"] for m in misses] == [True, False]
+    assert "-write g\n+write g, please" in misses[1]["diff"] and json.loads(misses[1]["nearest"])["temperature"] == 0
+    assert (replay.answered, replay.missed) == (2, 2)
+
+
+def test_a_recording_stopped_half_way_resumes_from_its_log(tmp_path):
+    log = tmp_path / "calls.jsonl"
+    with ScriptedEndpoint(["first"]) as model, Recorder(log, upstream=model.url) as recorder:
+        ask(recorder.url, "write f")
+    with ScriptedEndpoint(["fresh"]) as model, Recorder(log, upstream=model.url) as recorder:
+        again = ask(recorder.url, "write f").json()["choices"][0]["message"]["content"]
+        assert model.requests == []  # answered from the log
+        later = ask(recorder.url, "write f").json()["choices"][0]["message"]["content"]
+    assert (again, later) == ("first", "fresh") and len(model.requests) == 1
+    assert [r["response"]["choices"][0]["message"]["content"] for r in read_records(log)[0]] == ["first", "fresh"]
+
+
+def test_an_upstream_error_passes_through_unrecorded(tmp_path):
+    log = tmp_path / "calls.jsonl"
+    with ScriptedEndpoint(["fine"], faults=["500"]) as model, Recorder(log, upstream=model.url) as recorder:
+        assert ask(recorder.url, "x").status_code == 500
+        assert ask(recorder.url, "x").status_code == 200
+    assert [r["response"]["choices"][0]["message"]["content"] for r in read_records(log)[0]] == ["fine"]
+
+
+@pytest.mark.parametrize("graph, budget", [("codetree", {"codetree_max_programs": 4}),
+                                           ("rethink_mcts", {"rethink_rollouts": 3})])
+def test_a_search_replayed_from_its_recording_makes_the_same_calls_and_returns_the_same_program(tmp_path, graph,
+                                                                                                 budget):
+    log = tmp_path / "calls.jsonl"
+    settings = {"model": "m", **budget}
+    with ScriptedEndpoint([], respond=any_role_reply) as model, Recorder(log, upstream=model.url) as recorder:
+        recorded = solve(PROBLEM, graph, context={**settings, "base_url": recorder.url})
+    calls = len(read_records(log)[0])
+    assert calls == recorded["cost"]["llm_calls"] > 3
+
+    with Recorder(log) as replay:
+        replayed = solve(PROBLEM, graph, context={**settings, "base_url": replay.url})
+    assert (replay.answered, replay.missed) == (calls, 0)
+    assert replayed["final_code"] == recorded["final_code"] and replayed["stop_reason"] == recorded["stop_reason"]
+    assert sorted(replayed["nodes"]) == sorted(recorded["nodes"])
+
+    with Recorder(log) as replay:  # another setting changes what is asked: the first divergence is logged
+        diverged = solve(PROBLEM, graph, context={**settings, "base_url": replay.url, "temperature": 0.5})
+    assert replay.missed == 1 and diverged["stop_reason"] == "model_error"  # a miss is not retried
+    first = read_records(replay.misses)[0][0]
+    assert "-temperature=0.0" in first["diff"] and "+temperature=0.5" in first["diff"]
