@@ -14,10 +14,10 @@ import json
 import threading
 import time
 from collections import defaultdict, deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from codeforest.jsonl import append_record, read_records
+from codeforest.local_http import JsonHandler, LocalServer
 
 REPLAY_KEYS = ("messages", "temperature", "top_p", "n", "stop", "max_tokens")
 DEFAULTS = {"temperature": 1.0, "top_p": 1.0, "n": 1, "stop": None, "max_tokens": None}  # OpenAI's, when left out
@@ -61,7 +61,7 @@ def nearest(key: str, recorded: list[str]) -> tuple[str | None, str]:
     return best, "\n".join(diff)
 
 
-class Recorder:
+class Recorder(LocalServer):
     """The endpoint: ``upstream`` set, it records to ``log`` (answering first from what the log already holds, so a
     recording stopped half-way resumes where it stopped); else it replays ``log``, misses going to ``misses``
     (default: beside the log). ``delay`` seconds pass before each reply (a fixed model time, to compare the wall
@@ -81,39 +81,25 @@ class Recorder:
         self._recorded = list(self.replies)
         recorder = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(JsonHandler):
             def do_GET(self):  # noqa: N802 - http.server's naming
                 if self.path.rstrip("/").endswith("/models"):
-                    self._send(200, {"object": "list", "data": [{"id": "recorded", "object": "model"}]})
+                    self.send_json(200, {"object": "list", "data": [{"id": "recorded", "object": "model"}]})
                 else:
-                    self._send(404, {"error": {"message": f"no {self.path} here"}})
+                    self.send_json(404, {"error": {"message": f"no {self.path} here"}})
 
             def do_POST(self):  # noqa: N802
                 if not self.path.rstrip("/").endswith("/chat/completions"):
-                    return self._send(404, {"error": {"message": f"no {self.path} here"}})
+                    return self.send_json(404, {"error": {"message": f"no {self.path} here"}})
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 if body.get("stream"):
-                    return self._send(400, {"error": {"message": "the recorder answers whole replies only "
-                                                                 "(stream=false)"}})
+                    return self.send_json(400, {"error": {"message": "the recorder answers whole replies only "
+                                                                     "(stream=false)"}})
                 status, payload = recorder.answer(body)
                 time.sleep(recorder.delay)
-                self._send(status, payload)
+                self.send_json(status, payload)
 
-            def _send(self, status: int, payload: dict) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.serve(Handler, port)
 
     def answer(self, body: dict) -> tuple[int, dict]:
         """The HTTP status and JSON body for one chat completion request."""
@@ -149,14 +135,3 @@ class Recorder:
             return response.status_code, response.json()
         except ValueError:
             return 502, {"error": {"message": f"the model endpoint answered {response.status_code} without JSON"}}
-
-    def __enter__(self) -> Recorder:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Stop serving."""
-        self.server.shutdown()
-        self.server.server_close()

@@ -18,15 +18,11 @@ import re
 import socket
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from codeforest.local_http import JsonHandler, LocalServer
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 256  # the default 5 drops connections when many calls arrive at once
-
-
-class ScriptedEndpoint:
+class ScriptedEndpoint(LocalServer):
     """Serves /v1/chat/completions from a list of replies (or ``respond(body)``); records each request."""
 
     def __init__(self, replies: list[str], delay: float = 0.0, faults: list[str | None] | None = None,
@@ -45,7 +41,7 @@ class ScriptedEndpoint:
         self._lock = threading.Lock()
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(JsonHandler):
             def do_POST(self):  # noqa: N802 - http.server's naming
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with fake._lock:
@@ -72,36 +68,21 @@ class ScriptedEndpoint:
                                  "message": {"role": "assistant", "content": text}}],
                     "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
                 }).encode()
-                self._send(200, payload)
-
-            def _send(self, status: int, payload: bytes) -> None:
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(payload)))
-                    self.end_headers()
-                    self.wfile.write(payload)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up on a stalled answer
-
-            def log_message(self, *args):
-                pass
+                self.send_json(200, payload)
 
         self._handler = Handler
-        self.server = _Server(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.serve(Handler)
 
-    def _fail(self, handler: BaseHTTPRequestHandler, fault: str) -> bool:
+    def _fail(self, handler: JsonHandler, fault: str) -> bool:
         """Answer with the fault; False when the request should then be answered normally (a stall)."""
         if fault.isdigit():
             echoed = handler.headers.get("Authorization", "no credentials")
-            handler._send(int(fault), json.dumps({"error": {"message": f"injected {fault} for {echoed}"}}).encode())
+            handler.send_json(int(fault), json.dumps({"error": {"message": f"injected {fault} for {echoed}"}}).encode())
         elif fault == "drop":
             handler.connection.shutdown(socket.SHUT_RDWR)
             handler.close_connection = True
         elif fault == "badjson":
-            handler._send(200, b"<html>upstream proxy error</html>")
+            handler.send_json(200, b"<html>upstream proxy error</html>")
         elif fault == "stall":
             time.sleep(self.stall_s)
             return False
@@ -110,16 +91,6 @@ class ScriptedEndpoint:
         else:
             raise ValueError(f"unknown fault {fault!r}")
         return True
-
-    def __enter__(self) -> ScriptedEndpoint:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 _ENTRY = re.compile(r"^\s*def\s+(\w+)\s*\(", re.M)
