@@ -180,6 +180,11 @@ class VerifierContext(Context):
     verifier_unflagged: Literal["none", "lowest"] = Field(default="none", description=(
         "What threshold verification refines when θ flags no thought: 'none' (the paper: only flagged thoughts "
         "are refined, so that code is not) or 'lowest' (the released code: the lowest-scored thought)."))
+    verifier_unread: Literal["half", "random"] = Field(default="half", description=(
+        "The step scores of a Verifier reply that cannot be read, where they value a program (GVR under "
+        "gvr_reward='pub_prm', GVR-BoN's reward): 'half', 0.5 each; 'random', uniform draws in [0, 1) as the "
+        "released code does, seeded by the problem and the node (a rerun draws the same). Which thoughts such a "
+        "reply flags is drawn at random either way."))
     verifier_model: str = Field(default="", description=(
         "The model the LLM Verifier scores thoughts with (empty: the search's model), named as `model` is: at "
         "`verifier_base_url`, or embedded ('local', 'small', a .gguf path) when that is empty. CodePRM's Table 2 "

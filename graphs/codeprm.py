@@ -8,6 +8,7 @@ import random
 
 from langchain_core.language_models import BaseChatModel
 
+from codeforest.agents.base import Reply
 from codeforest.agents.verifier import LLMVerifier, locate_flawed, verify
 from codeforest.context import VerifierContext
 from codeforest.graphs.kit import prompt, role_model
@@ -70,6 +71,16 @@ def flawed_thoughts(mode: str, context: VerifierContext, llm: BaseChatModel, pro
     flagged = flag_thoughts(flag_by, mode, context.verifier_threshold, context.verifier_threshold_rule,
                             context.verifier_unflagged)
     return flagged, scores, cost
+
+
+def valued_scores(scored: Reply, context: VerifierContext, key: str) -> list[float]:
+    """The step scores that value a program: the Verifier's, or for a reply that could not be read (0.5 each) the
+    ``verifier_unread`` rule: 0.5 each ('half'), or uniform draws seeded by ``key`` ('random', the released
+    code)."""
+    if scored.parsed or context.verifier_unread == "half":
+        return scored.value
+    drawn = random.Random(key)
+    return [drawn.random() for _ in scored.value]
 
 
 def below(scores: list[float], threshold: float, rule: str = "le") -> list[int]:

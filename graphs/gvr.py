@@ -196,7 +196,8 @@ def simulate(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel
         scored = verify(codeprm.verifier(context, llm), problem["prompt"], thoughts, reply.value, record["feedback"])
         costs.append(scored.cost)
         record["prm_scores"] = scored.value
-        prm_score = codeprm.aggregate(scored.value, context.gvr_prm_agg)
+        scores = codeprm.valued_scores(scored, context, f"{problem['id']}:{leaf}:{state.get('refines', 0)}:value")
+        prm_score = codeprm.aggregate(scores, context.gvr_prm_agg)
     update = valued()
     kit.emit("value", node=leaf, value=round(record["value"], 4))
     return {**update, "cost": total_cost(costs)}

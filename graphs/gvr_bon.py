@@ -164,7 +164,8 @@ def evaluate(state: GvrBonState, runtime: Runtime[GvrBonContext], model: BaseCha
             scored = verify(scorer, state["problem"]["prompt"], thoughts, node["code"], node["feedback"])
             costs.append(scored.cost)
             record.update(prm_scores=scored.value, prm_unread=not scored.parsed)
-            prm_score = codeprm.aggregate(scored.value, context.gvr_bon_prm_agg)
+            scores = codeprm.valued_scores(scored, context, f"{state['problem']['id']}:{last}:{state['rounds']}:value")
+            prm_score = codeprm.aggregate(scores, context.gvr_bon_prm_agg)
         record["value"] = chain_value(pass_rate, has_tests, prm_score, context.gvr_bon_reward)
         kit.emit("value", node=last, value=round(record["value"], 4))
         updates[last] = record

@@ -198,6 +198,17 @@ def test_pub_prm_adds_the_verifier_aggregate_to_passing_code():
     assert out["nodes"]["n1"]["value"] == pytest.approx(1.7) and "refine" not in script.roles
 
 
+@pytest.mark.parametrize("unread, value", [("half", 1.5), ("random", 1.0 + 0.7012469992347822)])
+def test_an_unreadable_verifier_reply_values_passing_code_by_half_or_by_the_released_draw(unread, value):
+    """pub_prm values passing code at 1 + the Verifier's max score; an unreadable reply's score is 0.5, or (the
+    released code) a uniform draw seeded by the problem, node and refinement: random.Random("T/inc:n1:0:value")'s
+    first draw is 0.70124..."""
+    script = Script(expand=[thoughts(("Return x + 1.", 1.0)), thoughts(("Done.", 1.0))], solver=[code("x + 1")],
+                    verify=["I cannot say."])
+    out = run(script, gvr_rollouts=1, gvr_reward="pub_prm", verifier_unread=unread)
+    assert out["nodes"]["n1"]["value"] == pytest.approx(value) and out["nodes"]["n1"]["prm_scores"] == [0.5]
+
+
 def test_unreadable_verifier_scores_every_thought_half_and_counts_it():
     script = two_rollouts(second_scores="I cannot say.")
     out = run(script, gvr_rollouts=2, verifier_threshold=0.2)  # the 0.5s flag nothing, one drawn score does
