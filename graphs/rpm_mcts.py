@@ -85,6 +85,10 @@ class RpmContext(Context):
         "'paper': Eq. 2-3, UCB + α·10·K at every selection, Q the mean of the returns, the best leaf's path "
         "implemented at the end; 'released': K folded into the initial value, V + β·√(2 ln N / n), an unvisited "
         "child V + 8, the released blend and weighted-mean backup, the best node's path at the end."))
+    rpm_topic_temperature: float = Field(default=0.0, ge=0.0, le=2.0, description=(
+        "Sampling temperature of the topic call, which only the released code has (the paper names no topic "
+        "call): 0, greedy like every other call here; the released code samples it at 0.7 (seed 0 here, so a "
+        "rerun asks the same)."))
     rpm_kb: bool = Field(default=True, description=(
         "False: the 'w/o KB' ablation (K = 0, no knowledge base needed)."))
     rpm_filter: bool = Field(default=True, description="False: the ablation without the sibling similarity filter.")
@@ -256,8 +260,10 @@ def setup(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel | 
         if held:
             raise KnowledgeError(f"the knowledge base {knowledge.path} holds this problem ({held['source']} "
                                  f"{held['id']}): build it from a split other than the one you evaluate")
-        reply = thinker.classify_topic(kit.chat_model(context, model), kit.prompt(context, "thinker_rpm"),
-                                       question(problem))
+        llm = kit.chat_model(context, model)
+        if context.rpm_topic_temperature != context.temperature:
+            llm = llm.bind(temperature=context.rpm_topic_temperature, seed=0)
+        reply = thinker.classify_topic(llm, kit.prompt(context, "thinker_rpm"), question(problem))
         topic = reply.value if reply.parsed else None  # unreadable: the whole KB, as the released code searches
         held_problems = knowledge.topics().get(topic, 0) if topic else sum(knowledge.topics().values())
         kit.emit("topic", topic=topic, kb_problems=held_problems)

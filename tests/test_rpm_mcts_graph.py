@@ -522,3 +522,15 @@ def test_the_locator_reads_the_wrong_step_and_keeps_the_analysis(reply, number, 
     out = locate_error(model, load_prompt("critic_rpm"), "p", steps=["a", "b", "c", "d", "e"], code="", debug="",
                        fallback=4)
     assert (out.value, out.analysis, out.parsed) == (number, analysis, number != 4)
+
+
+@pytest.mark.parametrize("settings, temperature", [({}, None), ({"rpm_topic_temperature": 0.7}, 0.7)])
+def test_the_topic_call_is_greedy_or_sampled_at_the_released_temperature(kb_path, settings, temperature):
+    script = Script(topic=["<topic>Math</topic>"], next=["Next step: Add one to the argument."],
+                    critic=["<score>7</score>"], roll=["Step 1: Add one to the argument."], code=[code("x + 1")],
+                    evaluate=["<evaluation>9</evaluation>"])
+    model = RespondingChatModel(respond=lambda messages, **kwargs: script(messages), pass_kwargs=True)
+    context = RpmContext(kb_path=kb_path, structured_output=False, rpm_width=1, **settings)
+    build_graph(model=model).invoke({"problem": PROBLEM}, context=context)
+    assert len(script.prompts["topic"]) == 1  # the first call of the search, before any step
+    assert model.call_kwargs[0].get("temperature") == temperature
