@@ -18,6 +18,7 @@ from pathlib import Path
 
 from codeforest.jsonl import append_record, read_records
 from codeforest.local_http import JsonHandler, LocalServer
+from codeforest.tools.cache import model_file_name
 
 REPLAY_KEYS = ("messages", "temperature", "top_p", "n", "stop", "max_tokens")
 DEFAULTS = {"temperature": 1.0, "top_p": 1.0, "n": 1, "stop": None, "max_tokens": None}  # OpenAI's, when left out
@@ -34,6 +35,12 @@ def replay_key(body: dict) -> str:
         settings["stop"] = [settings["stop"]]
     messages = [{"role": m.get("role"), "content": _text(m.get("content"))} for m in body.get("messages", [])]
     return json.dumps({**settings, "messages": messages}, sort_keys=True, ensure_ascii=False)
+
+
+def _portable(message: dict) -> dict:
+    """A request or reply as logged: a model named by its path (the embedded server's) by its file name only, so no
+    home folder is kept."""
+    return {**message, "model": model_file_name(message["model"])} if "model" in message else message
 
 
 def _text(content) -> str:
@@ -112,13 +119,13 @@ class Recorder(LocalServer):
             if self.upstream is None:
                 self.missed += 1
                 near, diff = nearest(key, self._recorded)
-                append_record(self.misses, {"key": key, "request": body, "nearest": near, "diff": diff,
+                append_record(self.misses, {"key": key, "request": _portable(body), "nearest": near, "diff": diff,
                                             "used_up": key in self.replies})
         if self.upstream is not None:
             status, response = self._forward(body)
             if status == 200:
                 with self._lock:
-                    append_record(self.log, {"key": key, "request": body, "response": response})
+                    append_record(self.log, {"key": key, "request": _portable(body), "response": _portable(response)})
                     self.answered += 1
             return status, response
         reason = "every recorded reply to this request was used" if key in self.replies else \

@@ -67,6 +67,14 @@ def test_a_recording_stopped_half_way_resumes_from_its_log(tmp_path):
     assert [r["response"]["choices"][0]["message"]["content"] for r in read_records(log)[0]] == ["first", "fresh"]
 
 
+def test_a_model_named_by_its_path_is_recorded_by_its_file_name(tmp_path):
+    log = tmp_path / "calls.jsonl"
+    with ScriptedEndpoint(["fine"]) as model, Recorder(log, upstream=model.url) as recorder:
+        httpx.post(recorder.url + "/chat/completions", timeout=30, json={
+            "model": "/home/someone/.cache/models/coder.gguf", "messages": [{"role": "user", "content": "x"}]})
+    assert read_records(log)[0][0]["response"]["model"] == "coder.gguf" and "/home" not in log.read_text()
+
+
 def test_an_upstream_error_passes_through_unrecorded(tmp_path):
     log = tmp_path / "calls.jsonl"
     with ScriptedEndpoint(["fine"], faults=["500"]) as model, Recorder(log, upstream=model.url) as recorder:

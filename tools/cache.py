@@ -70,13 +70,19 @@ def legacy_key(llm_string: str) -> str:
     return json.dumps(model, sort_keys=True) + rest
 
 
+def model_file_name(name):
+    """A model named by a path (as the embedded server reports it) cut to its file name, so no home folder is
+    stored; any other name or value as it is."""
+    return _PATH_SEP.split(name)[-1] if isinstance(name, str) else name
+
+
 def portable(generation):
     """A generation as stored: a model path in its response metadata cut to the file name (no home folder)."""
     message = getattr(generation, "message", None)
     name = (getattr(message, "response_metadata", None) or {}).get("model_name")
     if not isinstance(name, str) or not _PATH_SEP.search(name):
         return generation
-    meta = {**message.response_metadata, "model_name": _PATH_SEP.split(name)[-1]}
+    meta = {**message.response_metadata, "model_name": model_file_name(name)}
     return generation.model_copy(update={"message": message.model_copy(update={"response_metadata": meta})})
 
 

@@ -69,14 +69,8 @@ def cmd_bench_sandbox(args: argparse.Namespace) -> int:
     from codeforest.sandbox_bench import bench_sandbox
 
     report = bench_sandbox(args.repeat)
-    if args.json:
-        print(json.dumps(report))
-        return 0
-    out = Console(highlight=False)
-    out.print(f"A {report['tests']}-test program, median of {report['repeat']} runs:")
-    for row in report["rows"]:
-        out.print(f"  {row['runner']:<28} {row['median_ms']:8.1f} ms   {row['ratio']:.2f}x")
-    return 0
+    return _show(report, args.json, f"A {report['tests']}-test program, median of {report['repeat']} runs:",
+                 lambda row: f"{row['runner']:<28} {row['median_ms']:8.1f} ms   {row['ratio']:.2f}x")
 
 
 def cmd_bench_startup(args: argparse.Namespace) -> int:
@@ -84,13 +78,20 @@ def cmd_bench_startup(args: argparse.Namespace) -> int:
     from codeforest.startup_bench import bench_startup
 
     report = bench_startup(args.repeat)
-    if args.json:
+    return _show(report, args.json,
+                 f"Median of {report['repeat']} runs (warm: bytecode cached; cold: none, as a first run):",
+                 lambda row: f"{row['command']:<42} warm {row['warm_s']:.2f} s   cold {row['cold_s']:.2f} s")
+
+
+def _show(report: dict, as_json: bool, headline: str, line) -> int:
+    """Print a timing report: as JSON, or its headline and one indented line per row."""
+    if as_json:
         print(json.dumps(report))
         return 0
     out = Console(highlight=False)
-    out.print(f"Median of {report['repeat']} runs (warm: bytecode cached; cold: none, as a first run):")
+    out.print(headline)
     for row in report["rows"]:
-        out.print(f"  {row['command']:<42} warm {row['warm_s']:.2f} s   cold {row['cold_s']:.2f} s")
+        out.print("  " + line(row))
     return 0
 
 
