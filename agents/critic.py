@@ -48,16 +48,23 @@ def parse_verdict(text: str) -> bool | None:
     return None
 
 
+def text_analysis(text: str) -> str:
+    """The reasoning before a judgement's last line, as the released CodeTree keeps it: the lines that are not
+    blank, but the last; a reply of one or two such lines gives its first."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    return "\n".join(lines[:-1]) if len(lines) > 2 else (lines[0] if lines else "")
+
+
 def _judge(model, prompt: Prompt, task: str, problem: Problem, code: str, feedback: str, schema: dict,
            key: str, parse, fallback, structured: bool) -> Reply:
     system, structured = render_formatted(prompt, f"{task}.system", f"{task}.answer_format", structured)
-    user = prompt.render(f"{task}.user", problem=problem["prompt"], code=code, feedback=feedback)
+    user = prompt.render(f"{task}.user", problem=problem["prompt"], code=code, feedback=feedback.strip())
     parsed, raw, cost = structured_call(model, messages(system, user), schema,
                                         enabled=structured)
     if parsed is not None and key in parsed:
         return Reply(parsed[key], raw, cost, analysis=str(parsed.get("analysis", "")))
     value = parse(raw)
-    analysis = "\n".join(raw.strip().splitlines()[:-1]).strip()
+    analysis = text_analysis(raw)
     if value is None:
         return Reply(fallback, raw, cost, parsed=False, analysis=analysis or raw.strip())
     return Reply(value, raw, cost, analysis=analysis)

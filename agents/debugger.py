@@ -17,7 +17,7 @@ def repair(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code: str,
            reflection: str, review: bool = False) -> Reply[str]:
     """The Reflexion-style multi-turn repair; the Critic's review is stripped from the feedback unless ``review``."""
     if not review:
-        feedback = feedback.split(REVIEW_MARK)[0].rstrip()
+        feedback = feedback.split(REVIEW_MARK)[0].strip()
     msgs = [
         SystemMessage(prompt.render(f"system.{problem['kind']}")),
         HumanMessage(prompt.render("challenge", problem=problem["prompt"])),

@@ -15,7 +15,7 @@ import re
 from typing import NamedTuple
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import HumanMessage, SystemMessage
 
 from codeforest.agents.base import Reply, call_model, messages, render_formatted, structured_call, with_system
 from codeforest.problems import Problem
@@ -39,11 +39,12 @@ def parse_numbered(text: str, limit: int) -> list[str]:
     return items[:limit]
 
 
-def _ask(model: BaseChatModel, prompt: Prompt, mode: str, system: str, user: str, width: int,
+def _ask(model: BaseChatModel, prompt: Prompt, mode: str, system: str, user: str | list[str], width: int,
          fixed: int | None) -> Reply[list[str]]:
-    if fixed is None:
-        system = f"{system}\n{prompt.render(f'{mode}.dynamic')}"
-    raw, cost = call_model(model, messages(system, user))
+    if fixed is None:  # the template carries its own separator (the released strategy prompt has none)
+        system += prompt.render(f"{mode}.dynamic")
+    users = [user] if isinstance(user, str) else user
+    raw, cost = call_model(model, [SystemMessage(system), *map(HumanMessage, users)])
     items = parse_numbered(raw, width)
     return Reply(items, raw, cost, parsed=bool(items))
 
@@ -61,9 +62,12 @@ def reflections(model: BaseChatModel, prompt: Prompt, problem: Problem, *, strat
                 feedback: str, width: int = 10, fixed: int | None = None) -> Reply[list[str]]:
     """Reflections on a node's code and feedback, each a complete fix plan."""
     k = str(fixed) if fixed is not None else DYNAMIC["reflection"]
-    system = prompt.render("reflection.system", k=k)
-    user = prompt.render("reflection.user", problem=problem["prompt"], strategy=strategy, code=code,
-                         feedback=feedback)
+    split = f"reflection.system.{problem['kind']}"  # a file may word it per problem kind, as the released code
+    system = prompt.render(split if prompt.has(split) else "reflection.system", k=k)
+    values = {"problem": problem["prompt"], "strategy": strategy, "code": code, "feedback": feedback}
+    user = [prompt.render("reflection.user", **values)]
+    if prompt.has("reflection.results"):  # the test results as a user message of their own, as released
+        user.append(prompt.render("reflection.results", **values))
     return _ask(model, prompt, "reflection", system, user, width, fixed)
 
 

@@ -12,6 +12,7 @@ names the one thought that led to the wrong code.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -22,6 +23,32 @@ from codeforest.prompts import Prompt
 from codeforest.tools.prm import PRMError, PRMReplyError, PRMScorer
 
 UNREAD_SCORE = 0.5
+
+
+EXAMPLE_SCORES = {'"1-Thought": 0.3': '"1-Thought": <score of thought 1>',
+                  '"2-Thought": 0.8': '"2-Thought": <score of thought 2>',
+                  '"3-Thought": 1.0': '"3-Thought": <score of thought 3>'}
+EXAMPLE_MARK = "Example Answer:"
+
+
+def with_example(prompt: Prompt, example: str) -> Prompt:
+    """The Verifier prompt with its example answer as released, with placeholder scores, or without it ('none')."""
+    if example == "released":
+        return prompt
+
+    def swap(node):
+        if isinstance(node, dict):
+            return {key: swap(value) for key, value in node.items()}
+        if not isinstance(node, str):
+            return node
+        if example == "placeholders":
+            for score, placeholder in EXAMPLE_SCORES.items():
+                node = node.replace(score, placeholder)
+        elif EXAMPLE_MARK in node:
+            node = node[:node.index(EXAMPLE_MARK)].rstrip()
+        return node
+
+    return dataclasses.replace(prompt, templates=swap(prompt.templates))
 
 
 def numbered(thoughts: list[str]) -> str:

@@ -54,6 +54,14 @@ class Context(BaseModel):
     prompts_dir: str = Field(default="", description=(
         "A folder of prompt YAML files overriding the packaged ones, file by file."))
     kb_path: str = Field(default="", description="Folder of the Chroma knowledge base.")
+    kb_embedder: str = Field(default="wordllama", min_length=1, description=(
+        "The knowledge base's embedder: 'wordllama' (bundled, offline), 'openai:MODEL' (an OpenAI-compatible "
+        "/v1/embeddings, at kb_embedder_base_url), or 'MODULE:NAME' (a LangChain Embeddings, or a class or "
+        "function making one). A KB answers only the embedder it was built with; the default KB is built for each."))
+    kb_embedder_base_url: str = Field(default="", description=(
+        "The /v1 endpoint of an 'openai:MODEL' embedder (empty: OpenAI's)."))
+    kb_embedder_api_key_env: str = Field(default="OPENAI_API_KEY", description=(
+        "Name of the environment variable holding that endpoint's API key."))
     token_budget: int = Field(default=0, ge=0, description=(
         "Prompt + completion tokens a run may spend (0: no limit). No model call starts once they are spent; "
         "the search returns its best program so far with stop_reason 'token_budget'. Parallel branches each "
@@ -185,6 +193,10 @@ class VerifierContext(Context):
         "gvr_reward='pub_prm', GVR-BoN's reward): 'half', 0.5 each; 'random', uniform draws in [0, 1) as the "
         "released code does, seeded by the problem and the node (a rerun draws the same). Which thoughts such a "
         "reply flags is drawn at random either way."))
+    verifier_example: Literal["released", "placeholders", "none"] = Field(default="released", description=(
+        "The example answer of the LLM Verifier's prompt: the released scores (0.3, 0.8, 1.0), which a small model "
+        "copies (then thought 1 is always flagged); placeholder scores ('<score of thought 1>'); or none. Measured "
+        "on the 1.5B model: without the released numbers every thought scores 0.8 and nothing is flagged."))
     verifier_model: str = Field(default="", description=(
         "The model the LLM Verifier scores thoughts with (empty: the search's model), named as `model` is: at "
         "`verifier_base_url`, or embedded ('local', 'small', a .gguf path) when that is empty. CodePRM's Table 2 "

@@ -29,6 +29,8 @@ def replay_key(body: dict) -> str:
     """The key a request's reply is recorded and found under: its messages and sampling settings, with OpenAI's
     defaults for those left out, and ``max_completion_tokens`` read as ``max_tokens``."""
     settings = {**DEFAULTS, **{k: body[k] for k in REPLAY_KEYS if body.get(k) is not None}}
+    for name in ("temperature", "top_p"):  # 0 and 0.0 are one setting (Python clients send either)
+        settings[name] = float(settings[name])
     if body.get("max_completion_tokens") is not None and body.get("max_tokens") is None:
         settings["max_tokens"] = body["max_completion_tokens"]
     if isinstance(settings["stop"], str):
@@ -81,10 +83,11 @@ class Recorder(LocalServer):
         self.timeout = timeout
         self.replies: dict[str, deque] = defaultdict(deque)
         self.answered = self.missed = 0
+        self.trace: list[tuple[str, bool]] = []  # every request's key, and whether the log answered it
         self._lock = threading.Lock()
         records, _ = read_records(self.log) if self.log.is_file() else ([], 0)
-        for record in records:
-            self.replies[record["key"]].append(record["response"])
+        for record in records:  # keyed again from the request: a log keeps working when the key's rule is refined
+            self.replies[replay_key(record["request"])].append(record["response"])
         self._recorded = list(self.replies)
         recorder = self
 
@@ -113,6 +116,7 @@ class Recorder(LocalServer):
         key = replay_key(body)
         with self._lock:
             queue = self.replies.get(key)
+            self.trace.append((key, bool(queue)))
             if queue:
                 self.answered += 1
                 return 200, queue.popleft()

@@ -13,9 +13,11 @@ as cut off at the output limit), ``None`` (answer normally). A faulty request co
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import socket
+import struct
 import threading
 import time
 
@@ -26,13 +28,14 @@ class ScriptedEndpoint(LocalServer):
     """Serves /v1/chat/completions from a list of replies (or ``respond(body)``); records each request."""
 
     def __init__(self, replies: list[str], delay: float = 0.0, faults: list[str | None] | None = None,
-                 always: str | None = None, stall_s: float = 30.0, respond=None):
+                 always: str | None = None, stall_s: float = 30.0, respond=None, embed=None):
         self.replies = list(replies)
         self.delay = delay
         self.faults = list(faults or [])
         self.always = always
         self.stall_s = stall_s
         self.respond = respond  # optional: a function of the request body returning the reply text
+        self.embed = embed  # optional: a function of a list of texts returning their vectors (/v1/embeddings)
         self.requests: list[dict] = []
         self.headers: list[dict] = []
         self.failed = 0
@@ -44,6 +47,8 @@ class ScriptedEndpoint(LocalServer):
         class Handler(JsonHandler):
             def do_POST(self):  # noqa: N802 - http.server's naming
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path.rstrip("/").endswith("/embeddings"):
+                    return self.send_json(200, fake.embeddings(body))
                 with fake._lock:
                     fake.in_flight += 1
                     fake.peak_in_flight = max(fake.peak_in_flight, fake.in_flight)
@@ -72,6 +77,19 @@ class ScriptedEndpoint(LocalServer):
 
         self._handler = Handler
         self.serve(Handler)
+
+    def embeddings(self, body: dict) -> bytes:
+        """An embeddings reply, as floats or, as the OpenAI client asks by default, base64 float32."""
+        if self.embed is None:
+            return json.dumps({"error": {"message": "this endpoint serves no embeddings"}}).encode()
+        texts = [body["input"]] if isinstance(body["input"], str) else body["input"]
+        self.requests.append(body)
+        vectors = self.embed(texts)
+        if body.get("encoding_format") == "base64":
+            vectors = [base64.b64encode(struct.pack(f"<{len(v)}f", *v)).decode() for v in vectors]
+        data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
+        return json.dumps({"object": "list", "data": data, "model": body.get("model", "fake"),
+                           "usage": {"prompt_tokens": 1, "total_tokens": 1}}).encode()
 
     def _fail(self, handler: JsonHandler, fault: str) -> bool:
         """Answer with the fault; False when the request should then be answered normally (a stall)."""

@@ -9,7 +9,7 @@ import random
 from langchain_core.language_models import BaseChatModel
 
 from codeforest.agents.base import Reply
-from codeforest.agents.verifier import LLMVerifier, locate_flawed, verify
+from codeforest.agents.verifier import LLMVerifier, locate_flawed, verify, with_example
 from codeforest.context import VerifierContext
 from codeforest.graphs.kit import prompt, role_model
 from codeforest.tools.prm import HTTPScorer
@@ -22,7 +22,8 @@ def verifier(context: VerifierContext, model: BaseChatModel | None = None):
     if context.verifier == "http":
         return HTTPScorer(context.verifier_url, timeout=context.request_timeout, retries=context.retries,
                           with_execution=with_execution)
-    return LLMVerifier(role_model(context, context.verifier_context(), model), prompt(context, "verifier"),
+    return LLMVerifier(role_model(context, context.verifier_context(), model),
+                       with_example(prompt(context, "verifier"), context.verifier_example),
                        with_execution=with_execution, structured=context.structured_output)
 
 

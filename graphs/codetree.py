@@ -29,7 +29,7 @@ from codeforest.context import VerifierContext
 from codeforest.cost import total_cost
 from codeforest.graphs import codeprm, kit, search, selection
 from codeforest.graphs.state import Execution, NodeRecord, SearchState
-from codeforest.tools.testing import PRM_PASSED, prm_feedback
+from codeforest.tools.testing import PRM_PASSED, codetree_feedback, feedback_text, prm_feedback
 
 BUDGET_UNIT = "programs"
 PASS_BONUS = 5 / 15
@@ -70,6 +70,11 @@ class CodeTreeContext(VerifierContext):
         "True: the Debugger also sees the Critic's review of the program it repairs (the paper's App. A.1, the "
         "Critic's judgement as extra environmental feedback); false: the review is stripped, as the released "
         "code does, and reaches the Debugger only through the Thinker's reflection."))
+    codetree_feedback: Literal["codeforest", "released"] = Field(default="codeforest", description=(
+        "The test feedback the Critic, Thinker and Debugger read: codeforest's (passing and failing tests, each "
+        "failure with the value returned or the error), or the released executors' text (Tested passed / Tests "
+        "failed, each failing assert with the value it printed; a syntax error reads 'True'), which a "
+        "replay of the released code needs."))
     codetree_evaluator: Literal["critic", "verifier"] = Field(default="critic", description=(
         "Who judges a node: the Critic (the paper), or the Verifier (CodePRM) scoring the node's strategy and "
         "reflections: a visible pass is accepted when no step is flagged (at or below θ under "
@@ -265,7 +270,9 @@ def execute(state: CodeTreeState, runtime: Runtime[CodeTreeContext]) -> dict:
     """Run the current node's program on the visible tests."""
     context = kit.settings(runtime, CONTEXT)
     node = state["nodes"][state["current"]]
-    result, tested = kit.run_program(state["problem"], node["code"], context, node["id"])
+    shown = (lambda r: codetree_feedback(r, context.test_timeout)) if context.codetree_feedback == "released" \
+        else feedback_text
+    result, tested = kit.run_program(state["problem"], node["code"], context, node["id"], shown)
     if context.codetree_evaluator == "verifier":  # the Verifier reads test results in CodePRM's format
         tested["prm_feedback"] = prm_feedback(result)
     return {"nodes": {node["id"]: {**tested, "value": result.pass_rate}}, "cost": {"sandbox_runs": 1}}

@@ -10,8 +10,9 @@
 
 Per rollout (the released CodePRMMCTS.py, SPEC §3.4-3.5): P-UCB selection reaches a new thought; its
 code is written from the problem and the path's thoughts (temperature 0) and run on the public tests.
-Its value is the public pass rate (``pub_test``, the released default) or, when every public test
-passes, pass rate + the Verifier's aggregate step score (``pub_prm``); the first value of a code counts.
+Its value is the public pass rate, plus the Verifier's aggregate step score when every public test passes
+(``pub_prm``, the paper's), or the pass rate alone (``pub_test``, the released default); the first value of a
+code counts.
 Failing code is verified: the Verifier scores every thought on the path, the flagged ones (threshold
 θ, and when none is, nothing or the lowest: ``verifier_unflagged``; or one named by a score-free locator,
 ``gvr_verify``) are rewritten one after another by Refine, all seeing the same program and feedback, and
@@ -63,9 +64,10 @@ class GvrContext(VerifierContext):
             "Which thoughts are refined: every one θ flags under verifier_threshold_rule (none flagged: see "
             "verifier_unflagged; Table 1), or only the lowest (Table 2); without scores (the released code's other "
             "locators): the one the model names (its argparse default 'llm'), a random one, or the last."))
-    gvr_reward: Literal["pub_test", "pub_prm"] = Field(default="pub_test", description=(
-        "Node value: the public pass rate (the released default), or pass rate + the Verifier's aggregate step "
-        "score when every public test passes."))
+    gvr_reward: Literal["pub_prm", "pub_test"] = Field(default="pub_prm", description=(
+        "Node value: the public pass rate + the Verifier's aggregate step score when every public test passes "
+        "(the paper's Table 1: the PRM 'provides additional rewards beyond the code's pass rate'), or the pass "
+        "rate alone (pub_test, the released code's default)."))
     gvr_prm_agg: Literal["max", "min", "mean", "last"] = Field(default="max", description=(
         "How step scores become one reward (the released code: max)."))
 

@@ -53,9 +53,8 @@ from codeforest.problems import Problem
 from codeforest.tools.knowledge import (
     KnowledgeBase,
     KnowledgeError,
-    WordLlamaEmbeddings,
     cosine_matrix,
-    fingerprint,
+    embedder,
     open_knowledge,
 )
 from codeforest.tools.testing import feedback_text
@@ -100,8 +99,14 @@ class RpmContext(Context):
         "After a failed roll-out whose first wrong step is the simulated one, ask whether to rewrite it (the "
         "released code's node editor; false: Alg. 1 as printed)."))
     rpm_rerollout: bool = Field(default=True, description=(
-        "After a failed roll-out, roll out once more from the kept steps with the wrong code and the reflection "
-        "(the released code; false: Alg. 1 as printed)."))
+        "After a failed roll-out, roll out once more from the kept steps with the wrong code and the reflection, "
+        "and graft a roll-out that passes the public tests with a low LLM score before rolling out again (the "
+        "released code; false: Alg. 1 as printed, where only a failing roll-out is located, grafted and reflected "
+        "on, and a passing one is valued and backed up)."))
+    rpm_rerollout_return: Literal["auto", "own", "replace"] = Field(default="auto", description=(
+        "How a re-roll-out's value is backed up: 'own', as a return of its own from the node it started from (one "
+        "more visit); 'replace', in place of the roll-out's, from the simulated step (the released code); 'auto': "
+        "own under rpm_selection=paper, replace under released."))
     rpm_ldb: bool = Field(default=True, description=(
         "True: locate the wrong step from a block-level trace of a failing test (the paper); False: from the "
         "evaluator's analysis (the released run config)."))
@@ -256,10 +261,11 @@ def setup(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel | 
     knowledge = _knowledge(context)
     update: dict = {"nodes": {ROOT: kit.root_node()}, "topic": None}
     if knowledge is not None:
-        held = knowledge.holds(fingerprint(problem["prompt"]))
+        held = knowledge.duplicate_of(problem["prompt"], problem["id"])
         if held:
             raise KnowledgeError(f"the knowledge base {knowledge.path} holds this problem ({held['source']} "
-                                 f"{held['id']}): build it from a split other than the one you evaluate")
+                                 f"{held['id']}, {held['why']}): build it from a split other than the one you "
+                                 "evaluate")
         llm = kit.chat_model(context, model)
         if context.rpm_topic_temperature != context.temperature:
             llm = llm.bind(temperature=context.rpm_topic_temperature, seed=0)
@@ -338,6 +344,9 @@ def simulate(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel
     if not context.rpm_exec_reward:  # the released ablation: the LLM's score alone, nothing located or revised
         return {**update, "cost": total_cost(tried["costs"])}
     costs, located = tried["costs"], None
+    if tried["passed"] and not context.rpm_rerollout:  # Alg. 1: only a failing roll-out is revised
+        update["nodes"][chosen].update(passing=True, final_code=tried["code"])  # a candidate for the final pick
+        return {**update, "cost": total_cost(costs)}
     if tried["passed"]:  # every public test passes but the LLM doubts it: keep all of it, try once more
         keep, analysis = len(tried["rolled"]), tried["analysis"]
     else:
@@ -412,15 +421,22 @@ def revise(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel |
             "cost": total_cost(costs)}
 
 
+def rerolled_return(context: RpmContext) -> str:
+    """How a re-roll-out's value is backed up (``rpm_rerollout_return``, 'auto' resolved by the selection rule)."""
+    if context.rpm_rerollout_return != "auto":
+        return context.rpm_rerollout_return
+    return "replace" if context.rpm_selection == "released" else "own"
+
+
 def backpropagate(state: RpmState, runtime: Runtime[RpmContext]) -> dict:
-    """Back the roll-out's value up from the simulated step, and a re-roll-out's: 'paper', as a return of its own
-    from the node it started from; 'released', in place of the roll-out's, from the simulated step. Count the
+    """Back the roll-out's value up from the simulated step, and a re-roll-out's (``rerolled_return``): as a return
+    of its own from the node it started from, or in place of the roll-out's, from the simulated step. Count the
     rollout; stop at the budget or the step limit."""
     context = kit.settings(runtime, CONTEXT)
     simulated, rerolled = state.get("simulated"), state.get("rerolled")
     if not simulated:
         returns = []
-    elif context.rpm_selection == "released":
+    elif rerolled_return(context) == "replace":
         returns = [(simulated, rerolled["q"] if rerolled else state["q"])]
     else:
         returns = [(simulated, state["q"])] + ([(rerolled["node"], rerolled["q"])] if rerolled else [])
@@ -541,23 +557,22 @@ def _debug_text(problem: Problem, code: str, result, analysis: str, context: Rpm
     return f"{feedback_text(result)}\n{trace}\n{blocks.value}"
 
 
-_embedders: dict = {}
-
-
 def _similarities(context: RpmContext, texts: list[str]):
     knowledge = _knowledge(context)
     if knowledge is not None:
         return knowledge.similarities(texts)
-    if "default" not in _embedders:
-        _embedders["default"] = WordLlamaEmbeddings()
-    return cosine_matrix(_embedders["default"].embed_documents(texts))
+    return cosine_matrix(_embedder(context).embed_documents(texts))
+
+
+def _embedder(context: RpmContext):
+    return embedder(context.kb_embedder, context.kb_embedder_base_url, context.kb_embedder_api_key_env)
 
 
 def _knowledge(context: RpmContext) -> KnowledgeBase | None:
     """The run's knowledge base (None for the w/o-KB ablation); a missing one fails before any model call."""
     if not context.rpm_kb:
         return None
-    return open_knowledge(context.kb_path or None)
+    return open_knowledge(context.kb_path or None, _embedder(context))
 
 
 # --- wiring ---------------------------------------------------------------------------------------------

@@ -31,7 +31,9 @@ def code(body):
 
 
 def run(script, **settings):
-    context = GvrContext(structured_output=False, gvr_width=2, **settings)
+    """Run the scripted search; the scripts of Verify-Refine on failing code leave passing code unverified
+    (pub_test) unless a test sets the reward."""
+    context = GvrContext(structured_output=False, gvr_width=2, **{"gvr_reward": "pub_test", **settings})
     return build_graph(model=RespondingChatModel(respond=script)).invoke({"problem": PROBLEM}, context=context)
 
 
@@ -190,10 +192,13 @@ def test_nothing_flagged_keeps_the_code_unless_the_released_fallback_refines_the
     assert out["public_pass_rate"] == (1.0 if refined else 0.0)
 
 
-def test_pub_prm_adds_the_verifier_aggregate_to_passing_code():
+def test_pub_prm_adds_the_verifier_aggregate_to_passing_code_by_default():
+    """The paper's reward is the default: passing code is worth 1 + the Verifier's max step score (1 + 0.7)."""
+    assert GvrContext().gvr_reward == "pub_prm"
     script = Script(expand=[thoughts(("Return x + 1.", 1.0)), thoughts(("Done.", 1.0))], solver=[code("x + 1")],
                     verify=['{"1-Thought": 0.7}'])
-    out = run(script, gvr_rollouts=1, gvr_reward="pub_prm")
+    out = build_graph(model=RespondingChatModel(respond=script)).invoke(
+        {"problem": PROBLEM}, context=GvrContext(structured_output=False, gvr_width=2, gvr_rollouts=1))
     assert "All public test cases passed!\nAbove is the combination" in script.prompts["verify"][0]
     assert out["nodes"]["n1"]["value"] == pytest.approx(1.7) and "refine" not in script.roles
 

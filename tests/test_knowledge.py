@@ -245,3 +245,53 @@ def test_retrieval_sanity_counts_reworded_problems_found_top1(kb, tmp_path, caps
     steps.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
     assert main(["kb", "sanity", "--kb", str(kb.path), "--steps", str(steps)]) == 0
     assert json.loads(capsys.readouterr().out)["problems"] == 3
+
+
+def test_the_guard_finds_a_stored_problem_by_text_by_id_or_reworded_but_not_a_sibling(kb):
+    assert kb.duplicate_of(RECORDS[0]["prompt"])["why"] == "the same text"
+    assert kb.duplicate_of("Find the k biggest numbers, biggest first.", "K/1")["why"] == "the same problem id"
+    reworded = RECORDS[1]["prompt"].replace("n steps taking", "N steps, taking")  # text 0.994, cosine 0.995
+    near = kb.duplicate_of(reworded, "X/9")
+    assert (near["id"], near["why"][:16]) == ("K/2", "a near-duplicate")
+    assert kb.duplicate_of("Return the string with its consonants removed.", "X/10") is None  # text 0.86
+    assert kb.duplicate_of("Sum the digits of a number.", "X/11") is None
+
+
+@pytest.mark.parametrize("problem_id", ["APPS/3917", "APPS/1726", "APPS/334"])
+def test_the_default_kb_refuses_the_apps_stdio_problems_it_holds_under_other_datasets(problem_id, data_dir,
+                                                                                      tmp_path):
+    """apps_stdio150's APPS/3917 is codecontests150's CodeContests/1190 reworded; APPS/1726 and APPS/334 are
+    apps_interview150's, written as functions there."""
+    from codeforest.loading import load_problem
+    from codeforest.tools.knowledge import PACKAGED_STEPS
+
+    base = KnowledgeBase(tmp_path / "kb", create=True)
+    base.add(r for r in read_steps(PACKAGED_STEPS) if r["id"] in ("CodeContests/1190", "APPS/1726", "APPS/334",
+                                                                  "MBPP/50", "APPS/2414"))
+    problem = load_problem("apps_stdio150", problem_id, data_dir)
+    assert base.duplicate_of(problem.problem["prompt"], problem.id)["id"] in ("CodeContests/1190", problem_id)
+    sibling = load_problem("mbpp500", "MBPP/393", data_dir)  # max_length_list beside the KB's min_length_list
+    assert base.duplicate_of(sibling.problem["prompt"], sibling.id) is None
+
+
+def test_kb_embedder_builds_and_queries_through_an_openai_compatible_endpoint_and_no_other(tmp_path):
+    """openai:MODEL embeds over HTTP (here the bundled WordLlama behind /v1/embeddings); the KB records that
+    embedder and refuses WordLlama itself, and the default KB of another embedder lives in its own folder."""
+    from codeforest.tools.knowledge import WordLlamaEmbeddings, default_kb_path, embedder, open_knowledge
+
+    local = WordLlamaEmbeddings()
+    with FakeOpenAI([], embed=local.embed_documents) as endpoint:
+        remote = embedder("openai:wl-256", endpoint.url, "NO_SUCH_KEY_VARIABLE")
+        base = KnowledgeBase(tmp_path / "kb", remote, create=True)
+        assert base.add(RECORDS) == 3 and base.manifest["embeddings"] == "wl-256"
+        hit = base.search(RECORDS[2]["prompt"], k=1)[0]
+        assert hit["problem_id"] == "K/3" and endpoint.requests[-1]["model"] == "wl-256"
+        reworded = RECORDS[1]["prompt"].replace("n steps taking", "N steps, taking")
+        assert base.duplicate_of(reworded, "X/1")["id"] == "K/2"
+        assert open_knowledge(tmp_path / "kb", remote).collection.count() == 9
+        assert default_kb_path(remote).name == "default-wl-256" and default_kb_path(local).name == "default"
+    with pytest.raises(KnowledgeError, match="built with embeddings 'wl-256'"):
+        KnowledgeBase(tmp_path / "kb", local)
+    with pytest.raises(KnowledgeError, match="use 'wordllama', 'openai:MODEL' or 'MODULE:NAME'"):
+        embedder("bge")
+    assert isinstance(embedder("codeforest.tools.knowledge:WordLlamaEmbeddings"), WordLlamaEmbeddings)

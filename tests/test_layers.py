@@ -8,6 +8,9 @@ names, as a wheel installs them.
 
 from __future__ import annotations
 
+import ast
+import importlib
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -50,3 +53,24 @@ def test_a_module_without_a_layer_breaks_the_contract(tmp_path):
     result = lint_imports(tree)
     assert result.returncode == 1
     assert "codeforest.unplaced" in result.stdout
+
+
+def codeforest_imports(root: Path) -> list[tuple[str, str, str]]:
+    """(file, module, name) of every ``from codeforest... import name`` in the scripts under ``root``."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("codeforest"):
+                found += [(str(path.relative_to(root)), node.module, alias.name) for alias in node.names]
+    return found
+
+
+def test_every_measurement_script_imports_what_the_package_has():
+    """The scripts that made the committed measurements rerun after a module moves (they are not imported by the
+    tests otherwise)."""
+    missing = []
+    for path, module, name in codeforest_imports(ROOT / "measurements"):
+        owner = importlib.import_module(module)
+        if not hasattr(owner, name) and importlib.util.find_spec(f"{module}.{name}") is None:
+            missing.append(f"{path}: from {module} import {name}")
+    assert not missing, missing

@@ -27,6 +27,7 @@ def test_the_key_is_messages_and_sampling_settings_with_openai_defaults():
     assert replay_key(base) == replay_key({**base, "temperature": None, "model": "other", "timeout": 3, "seed": 1})
     assert replay_key({**base, "max_completion_tokens": 50}) == replay_key({**base, "max_tokens": 50})
     assert replay_key({**base, "stop": "\n"}) == replay_key({**base, "stop": ["\n"]})
+    assert replay_key({**base, "temperature": 0}) == replay_key({**base, "temperature": 0.0})  # int or float
     assert replay_key({**base, "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}) == \
         replay_key(base)
     for changed in ({"temperature": 0.0}, {"top_p": 0.9}, {"n": 2}, {"max_tokens": 10},
@@ -53,6 +54,7 @@ def test_a_prompt_asked_again_gets_its_recorded_replies_in_order_and_a_miss_is_l
     assert [m["used_up"] for m in misses] == [True, False]
     assert "-write g\n+write g, please" in misses[1]["diff"] and json.loads(misses[1]["nearest"])["temperature"] == 0
     assert (replay.answered, replay.missed) == (2, 2)
+    assert [hit for _, hit in replay.trace] == [True, True, False, False]
 
 
 def test_a_recording_stopped_half_way_resumes_from_its_log(tmp_path):

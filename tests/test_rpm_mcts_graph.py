@@ -285,6 +285,35 @@ def test_a_rerollout_is_a_return_of_its_own_from_where_it_started(selection, n1,
     assert out["final_node"] == final
 
 
+def test_a_paper_mode_rerollout_can_replace_the_rollouts_return_as_released():
+    """rpm_rerollout_return=replace under the paper's selection: one return per roll-out, the re-roll-out's
+    q2 = 6.5 backed up from n1 (the mean of one return: 6.5, one visit); n3 keeps its graft value and visit (4.5, 1)."""
+    script = Script(next=["Next step: Add one.", "Next step: Other."], critic=["<score>10</score>", "<score>5</score>"],
+                    roll=["Step 1: Add one.\nStep 2: Keep it.\nStep 3: Return 0."],
+                    reroll=["Step 1: Add one.\nStep 2: Keep it.\nStep 3: Return it."],
+                    code=[code("2 if x == 1 else 0"), code("2 if x == 1 else 0"), code("x + 1")],
+                    evaluate=["<evaluation>4</evaluation>", "<evaluation>8</evaluation>"],
+                    locate=["<step_n>3</step_n> do not return 0"])
+    out = run(script, "", rpm_kb=False, rpm_filter=False, rpm_ldb=False, rpm_width=2, rpm_rollouts=1,
+              rpm_rerollout=True, rpm_rerollout_return="replace")
+    nodes = out["nodes"]
+    assert (nodes["n1"]["value"], nodes["n1"]["visits"]) == pytest.approx((6.5, 1))
+    assert (nodes["n3"]["value"], nodes["n3"]["visits"]) == pytest.approx((4.5, 1)) and nodes["root"]["visits"] == 1
+
+
+def test_as_printed_a_rollout_passing_with_a_doubtful_llm_is_only_valued_and_backed_up():
+    """Alg. 1 revises a failing roll-out only: tests pass, the LLM says 7 < 9; no step is grafted, no reflection
+    is left, the node holds the passing program for the final pick, and its value is 0.5·10 + 0.5·7."""
+    script = Script(next=["Next step: Add one."], critic=["<score>6</score>"],
+                    roll=["Step 1: Add one.\nStep 2: Return it."], code=[code("x + 1"), code("x + 1")],
+                    evaluate=["Unsure about negatives.\n<evaluation>7</evaluation>"])
+    out = run(script, kb_path="", rpm_kb=False, rpm_width=1, rpm_rollouts=1)
+    assert script.roles == ["next", "critic", "roll", "code", "evaluate", "code"]
+    nodes = out["nodes"]
+    assert set(nodes) == {"root", "n1"} and nodes["n1"]["passing"] and not nodes["n1"].get("reflection")
+    assert nodes["n1"]["value"] == pytest.approx(0.5 * 10 + 0.5 * 7) and out["public_pass_rate"] == 1.0
+
+
 def test_a_success_that_grafts_steps_sends_the_next_selection_down_them():
     """With min_candidates 2 the search goes on after a success; the released code marks the node above a graft
     expanded, so the next roll-out descends the passing chain instead of adding siblings to it."""

@@ -9,7 +9,7 @@ import pytest
 
 from codeforest.suites import TestSuite
 from codeforest.tools.sandbox import run
-from codeforest.tools.testing import feedback_text
+from codeforest.tools.testing import codetree_feedback, feedback_text
 
 ADD = "def add(a, b):\n    return a + b\n"
 
@@ -21,6 +21,25 @@ def test_function_tests_report_actual_and_expected():
     assert ok.passed and ok.actual == "3"
     assert not bad.passed and bad.actual == "4" and bad.expected == "5" and bad.reason == "wrong answer"
     assert "add(2, 2) == 5" in feedback_text(result) and "program output: 4" in feedback_text(result)
+
+
+def test_the_released_codetree_feedback_is_rebuilt_from_a_real_run():
+    """The released executor's layout: passing asserts, then each failing one with what print() wrote (a string
+    without quotes), or its time-out; stdin problems list inputs and outputs, 29 dashes after each failure."""
+    code = ADD + "def name(x):\n    return 'ab'\n\ndef hang(x):\n    while True: pass\n"
+    tests = ["assert add(1, 2) == 3", "assert add(2, 2) == 5", "assert name(1) == 'a'", "assert hang(1) == 1"]
+    result = run(code, TestSuite.function(tests, "add"), timeout=1)
+    assert codetree_feedback(result, 1.0) == (
+        "Tested passed:\nassert add(1, 2) == 3\nTests failed:\nassert add(2, 2) == 5 # incorrect program's output: 4\n"
+        "\nassert name(1) == 'a' # incorrect program's output: ab\n"
+        "\nassert hang(1) == 1 # incorrect program's output: Program Timed Out after 1 seconds.")
+    echo = "print(int(input()) * 2)\n"
+    pairs = [{"input": "2\n", "output": "4\n"}, {"input": "3\n", "output": "5\n"}]
+    result = run(echo, TestSuite.stdio(pairs), timeout=1)
+    assert codetree_feedback(result, 1.0) == (
+        "Tests succeeded:\nInput:\n2\nOutput:\n4\nTests failed:\nInput:\n3\nExpected Output:\n5\n"
+        "Program's Output:\n6\n" + "-" * 29)
+    assert codetree_feedback(run("def add(a, b) return", TestSuite.function(tests[:1], "add")), 1.0) == "True"
 
 
 def test_a_returned_object_is_shown_without_its_memory_address():

@@ -385,3 +385,28 @@ def test_rethink_localisation_from_an_unreadable_reply_draws_by_problem_leaf_and
     rewrites = [p.split("Revise and enhance the ")[1].split("-Thought")[0] for p in prompts
                 if "Revise and enhance the" in p]
     assert rewrites[:2] == ["1", "2"]
+
+
+def test_the_verifier_example_answer_is_released_placeholders_or_none():
+    """verifier_example: the released scores, placeholders in their place, or the prompt cut before the example."""
+    from codeforest.agents.verifier import with_example
+    from codeforest.prompts import load_prompt
+
+    prompt = load_prompt("verifier")
+    released = prompt.render("scores_format.text")
+    assert '"1-Thought": 0.3,' in released and with_example(prompt, "released") is prompt
+    shown = with_example(prompt, "placeholders").render("scores_format.structured")
+    assert shown.endswith('{"1-Thought": <score of thought 1>, "2-Thought": <score of thought 2>, '
+                          '"3-Thought": <score of thought 3>}')
+    cut = with_example(prompt, "none").render("scores_format.text")
+    assert cut.endswith("with no other words or explanation attached.") and "0.3" in cut  # the rubric stays
+    assert with_example(prompt, "none").render("execution").startswith("{state}")
+
+
+def test_a_graphs_verifier_takes_the_example_setting():
+    from codeforest.context import VerifierContext
+    from codeforest.graphs import codeprm
+    from tests.fakes import ScriptedChatModel
+
+    scorer = codeprm.verifier(VerifierContext(verifier_example="placeholders"), ScriptedChatModel.of())
+    assert "<score of thought 2>" in scorer.prompt.render("scores_format.text")

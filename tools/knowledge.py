@@ -12,10 +12,13 @@ graph can refuse to search a problem whose own solution steps it contains.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import hashlib
+import importlib
 import json
 import logging
 import os
+import re
 import threading
 from collections.abc import Iterable, Sequence
 from importlib import resources
@@ -25,7 +28,14 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 COLLECTION = "rpm_mcts_steps"
+PROBLEMS = "rpm_mcts_problems"  # one document per stored problem (its text), for the near-duplicate guard
 MANIFEST = "kb.json"
+DEFAULT_EMBEDDER = "wordllama"
+# A problem is the same as a stored one when its text is nearly the same (difflib ratio of the texts, whitespace and
+# case aside) and so is its embedding (cosine): apps_stdio150's APPS/3917 is CodeContests/1190 reworded (0.956,
+# 0.984 under WordLlama); MBPP's max-vs-min siblings, other problems, reach 0.97 in text but 0.94 in cosine. Over
+# every problem of the six datasets only those two pairs pass both (MBPP/154 is MBPP/49 reworded).
+DUPLICATE_TEXT, DUPLICATE_COSINE = 0.9, 0.95
 PACKAGED_STEPS = Path(str(resources.files("codeforest.tools") / "kb_steps.jsonl"))  # shipped in the package
 log = logging.getLogger("codeforest.kb")
 
@@ -78,6 +88,12 @@ def fingerprint(prompt: str) -> str:
     return hashlib.sha256(" ".join(prompt.split()).encode()).hexdigest()[:16]
 
 
+def text_similarity(a: str, b: str) -> float:
+    """How alike two problem texts are (difflib's ratio), whitespace and case aside."""
+    return difflib.SequenceMatcher(None, " ".join(a.split()).lower(), " ".join(b.split()).lower(),
+                                   autojunk=False).ratio()
+
+
 def embeddings_name(embeddings: Embeddings) -> str:
     """What a knowledge base records about its embedder (a query must use the same one)."""
     return getattr(embeddings, "name", None) or getattr(embeddings, "model", None) or type(embeddings).__name__
@@ -121,6 +137,8 @@ class KnowledgeBase:
         self.client = chromadb.PersistentClient(str(self.path), settings=Settings(anonymized_telemetry=False))
         self.collection = self.client.get_or_create_collection(COLLECTION, metadata={"hnsw:space": "cosine"},
                                                                embedding_function=None)
+        self.problem_texts = self.client.get_or_create_collection(PROBLEMS, metadata={"hnsw:space": "cosine"},
+                                                                  embedding_function=None)
 
     def _read_manifest(self) -> dict:
         file = self.path / MANIFEST
@@ -155,11 +173,48 @@ class KnowledgeBase:
         for record in fresh:
             problems[record["fingerprint"]] = {"id": record["id"], "source": record["source"],
                                                "topic": record["topic"]}
+        self._add_problem_texts(given)
         self.manifest["datasets"] = sorted({p["source"] for p in problems.values()})
         self.manifest["embeddings"] = embeddings_name(self.embeddings)
         self.manifest["documents"] = self.collection.count()
         self._write_manifest()
         return len(fresh)
+
+    def _add_problem_texts(self, records: list[dict], batch: int = 256) -> None:
+        """Store each problem's text once (also for problems a KB made before the guard holds already)."""
+        ids = list(dict.fromkeys(r["fingerprint"] for r in records))
+        present = set(self.problem_texts.get(ids=ids, include=[])["ids"]) if ids else set()
+        missing = list({r["fingerprint"]: r for r in records if r["fingerprint"] not in present}.values())
+        for start in range(0, len(missing), batch):
+            chunk = missing[start:start + batch]
+            self.problem_texts.upsert(ids=[r["fingerprint"] for r in chunk], documents=[r["prompt"] for r in chunk],
+                                      metadatas=[{"problem_id": r["id"], "source": r["source"]} for r in chunk],
+                                      embeddings=self.embeddings.embed_documents([r["prompt"] for r in chunk]))
+
+    def duplicate_of(self, prompt: str, problem_id: str | None = None) -> dict | None:
+        """The stored problem that ``prompt`` is, or None: the same text, the same problem id under any dataset
+        (e.g. APPS/334 as a function in apps_interview150 and as stdin/stdout in apps_stdio150), or a near-duplicate
+        (text ratio at least ``DUPLICATE_TEXT`` and cosine at least ``DUPLICATE_COSINE`` to one of the 5 nearest).
+        The entry found has ``why``."""
+        problems = self.manifest.get("problems", {})
+        held = problems.get(fingerprint(prompt))
+        if held:
+            return {**held, "why": "the same text"}
+        same_id = next((p for p in problems.values() if problem_id and p["id"] == problem_id), None)
+        if same_id:
+            return {**same_id, "why": "the same problem id"}
+        if self.problem_texts.count() == 0:
+            return None
+        found = self.problem_texts.query(query_embeddings=[self.embeddings.embed_query(prompt)],
+                                         n_results=min(5, self.problem_texts.count()),
+                                         include=["documents", "metadatas", "distances"])
+        for distance, text, meta in zip(found["distances"][0], found["documents"][0], found["metadatas"][0],
+                                        strict=True):
+            ratio = text_similarity(prompt, text)
+            if 1.0 - distance >= DUPLICATE_COSINE and ratio >= DUPLICATE_TEXT:
+                return {"id": meta["problem_id"], "source": meta["source"],
+                        "why": f"a near-duplicate (text {ratio:.3f}, cosine {1.0 - distance:.3f})"}
+        return None
 
     def topics(self) -> dict[str, int]:
         """How many stored problems each topic has."""
@@ -200,11 +255,48 @@ class KnowledgeBase:
         return store.as_retriever(search_kwargs={"k": k, **({"filter": {"topic": topic}} if topic else {})})
 
 
-def default_kb_path() -> Path:
-    """The default knowledge base: built from the packaged steps into the user cache."""
+def default_kb_path(embeddings: Embeddings | None = None) -> Path:
+    """The default knowledge base: built from the packaged steps into the user cache (one per embedder)."""
     from codeforest.tools import cache_dir
 
-    return cache_dir() / "kb" / "default"
+    name = embeddings_name(embeddings) if embeddings is not None else WordLlamaEmbeddings.name
+    suffix = "" if name == WordLlamaEmbeddings.name else "-" + re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+    return cache_dir() / "kb" / f"default{suffix}"
+
+
+_embedders: dict[tuple[str, str, str], Embeddings] = {}
+
+
+def embedder(spec: str = DEFAULT_EMBEDDER, base_url: str = "", api_key_env: str = "") -> Embeddings:
+    """The embedder a setting names (made once per process): ``wordllama`` (bundled, offline), ``openai:MODEL``
+    (an OpenAI-compatible ``/v1/embeddings``, at ``base_url`` when given, its key in the variable
+    ``api_key_env``), or ``MODULE:NAME``, a LangChain ``Embeddings`` (or a class or function making one)."""
+    key = (spec, base_url, api_key_env)
+    if key not in _embedders:
+        _embedders[key] = _make_embedder(spec, base_url, api_key_env)
+    return _embedders[key]
+
+
+def _make_embedder(spec: str, base_url: str, api_key_env: str) -> Embeddings:
+    if spec == DEFAULT_EMBEDDER:
+        return WordLlamaEmbeddings()
+    kind, _, name = spec.partition(":")
+    if not name:
+        raise KnowledgeError(f"kb_embedder {spec!r}: use 'wordllama', 'openai:MODEL' or 'MODULE:NAME'")
+    if kind == "openai":
+        from langchain_openai import OpenAIEmbeddings
+
+        key = os.environ.get(api_key_env or "OPENAI_API_KEY") or "not-needed"
+        # no tiktoken: counting tokens would download its encoding, and an OpenAI-compatible server takes text
+        return OpenAIEmbeddings(model=name, base_url=base_url or None, api_key=key, check_embedding_ctx_length=False)
+    try:
+        made = getattr(importlib.import_module(kind), name)
+    except (ImportError, AttributeError) as exc:
+        raise KnowledgeError(f"kb_embedder {spec!r}: cannot import {name} from {kind} ({exc})") from exc
+    made = made() if callable(made) and not isinstance(made, Embeddings) else made
+    if not isinstance(made, Embeddings):
+        raise KnowledgeError(f"kb_embedder {spec!r} is a {type(made).__name__}, not a LangChain Embeddings")
+    return made
 
 
 def read_steps(path: str | Path) -> list[dict]:
@@ -235,10 +327,11 @@ _opened: dict = {}
 _opening = threading.Lock()
 
 
-def open_knowledge(path: str | os.PathLike | None = None) -> KnowledgeBase:
+def open_knowledge(path: str | os.PathLike | None = None, embeddings: Embeddings | None = None) -> KnowledgeBase:
     """The knowledge base at ``path``, or the default one (built from the packaged steps, embeddings only, on
-    first use, and topped up when the packaged steps hold more); opened once per process."""
-    target = Path(path).expanduser() if path else default_kb_path()
+    first use, and topped up when the packaged steps hold more); opened once per process. ``embeddings``: its
+    embedder (default WordLlama); a KB built with another refuses to open."""
+    target = Path(path).expanduser() if path else default_kb_path(embeddings)
     with _opening:
         if str(target) not in _opened:
             if path is None:  # the default KB follows the packaged steps (a newer release may ship more)
@@ -248,6 +341,10 @@ def open_knowledge(path: str | os.PathLike | None = None) -> KnowledgeBase:
                                          "`codeforest kb build --from DATASET --out DIR` and set kb_path "
                                          "(CODEFOREST_KB_PATH=DIR), or run the w/o-KB ablation with rpm_kb=false "
                                          "(CODEFOREST_RPM_KB=false)")
-                KnowledgeBase(target, create=True).add(records)
-            _opened[str(target)] = KnowledgeBase(target)
-        return _opened[str(target)]
+                KnowledgeBase(target, embeddings, create=True).add(records)
+            _opened[str(target)] = KnowledgeBase(target, embeddings)
+        opened = _opened[str(target)]
+    if embeddings is not None and embeddings_name(embeddings) != embeddings_name(opened.embeddings):
+        raise KnowledgeError(f"{target} is open with embeddings {embeddings_name(opened.embeddings)!r}, not "
+                             f"{embeddings_name(embeddings)!r}")
+    return opened

@@ -3,6 +3,7 @@ results themselves are plain data in ``codeforest.suites``)."""
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 
@@ -31,6 +32,64 @@ def feedback_text(result: ExecutionResult, limit: int = FEEDBACK_LIMIT) -> str:
     if result.error:
         lines += ["", result.error]
     return _cut("\n".join(lines), limit)
+
+
+def codetree_feedback(result: ExecutionResult, timeout: float) -> str:
+    """The released CodeTree executors' feedback, character for character where it can be: ``Tested passed:`` /
+    ``Tests failed:`` with each failing assert's printed value (function problems), ``Tests succeeded:`` /
+    ``Tests failed:`` with inputs and outputs (stdin problems), cut at 2500 characters. A syntax error is the text
+    ``True``, as released (the executor returns ``str(bool)``). Tracebacks cannot match: the released ones name its
+    temporary file and process id."""
+    whole = bool(result.error and "syntax" in result.error.lower())
+    if all([o.reason == "syntax" for o in result.outcomes] or [whole]):
+        return "True"
+    seconds = int(timeout) if float(timeout).is_integer() else timeout
+    if result.outcomes and all(is_stdin_test(o) for o in result.outcomes):
+        return _codetree_stdio(result, seconds)[:FEEDBACK_LIMIT]
+    text = ""
+    passed = [o.test.strip() for o in result.outcomes if o.passed]
+    failed = [f"{o.test.strip()} # incorrect program's output: {_printed_output(o, seconds)}"
+              for o in result.outcomes if not o.passed]
+    if passed:
+        text += "Tested passed:" + "".join(f"\n{t}" for t in passed)
+    if failed:
+        text += "\nTests failed:" + "".join(f"\n{t}" for t in failed)
+    if result.error and not result.outcomes:
+        text = result.error
+    return text[:FEEDBACK_LIMIT]
+
+
+def _printed_output(o: TestOutcome, seconds: float) -> str:
+    """What the released executor shows for a failing assert: the value ``print`` writes, or the error."""
+    if o.timed_out:
+        return f"Program Timed Out after {seconds} seconds."
+    if o.reason == "wrong answer" and o.actual is not None:
+        return f"{_as_printed(o.actual)}\n"
+    return f"{o.traceback or o.error or ''}\n"
+
+
+def _as_printed(shown: str) -> str:
+    """A value shown by its repr, as ``print`` writes it (a string without its quotes)."""
+    try:
+        value = ast.literal_eval(shown)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return shown
+    return str(value)
+
+
+def _codetree_stdio(result: ExecutionResult, seconds: float) -> str:
+    passed = [f"Input:\n{o.test.strip()}\nOutput:\n{(o.expected or '').strip()}" for o in result.outcomes if o.passed]
+    failed = []
+    for o in (o for o in result.outcomes if not o.passed):
+        if o.timed_out:
+            failed.append(f"{o.test.strip()}\nProgram's Output: Command 'python' timed out after {seconds} seconds")
+        elif o.reason == "wrong answer":
+            failed.append(f"Input:\n{o.test.strip()}\nExpected Output:\n{(o.expected or '').strip()}\n"
+                          f"Program's Output:\n{(o.actual or '').strip()}\n{'-' * 29}")
+        else:
+            failed.append(f"{o.test.strip()}\nProgram's Output: {o.traceback or o.error or ''}\n")
+    return "Tests succeeded:" + "".join(f"\n{t}" for t in passed or ["None"]) + \
+        "\nTests failed:" + "".join(f"\n{t}" for t in failed or ["None"])
 
 
 def failures_text(result: ExecutionResult, limit: int = FEEDBACK_LIMIT) -> str:

@@ -29,6 +29,7 @@ def register(sub) -> None:
     build.add_argument("--steps", help="the steps JSONL to write and resume (default: <out>/steps.jsonl)")
     build.add_argument("--limit", type=positive_int, help="write the steps of at most N more problems")
     add_cache_arg(build, "<out>/responses.sqlite")
+    add_embedder_args(build)
     add_context_args(build, search=False)
     build.set_defaults(func=cmd_kb_build)
     retopic = kb_sub.add_parser("retopic", help="reclassify a steps file's topics with RPM-MCTS's own topic call "
@@ -42,12 +43,31 @@ def register(sub) -> None:
     query.add_argument("--topic", choices=TOPICS, metavar="TOPIC",
                        help=f"only documents of this topic: {', '.join(TOPICS)}")
     query.add_argument("-k", type=positive_int, default=3, help="how many prefixes to show (default 3)")
+    add_embedder_args(query)
     query.set_defaults(func=cmd_kb_query)
     sanity = kb_sub.add_parser("sanity", help="how often a reworded stored problem finds itself top-1")
     sanity.add_argument("--kb", help="the knowledge-base folder (default: the default KB)")
     sanity.add_argument("--steps", help="the steps JSONL it was built from (default: the packaged steps)")
     sanity.add_argument("--limit", type=positive_int, default=50, help="problems to reword (default 50)")
+    add_embedder_args(sanity)
     sanity.set_defaults(func=cmd_kb_sanity)
+
+
+def add_embedder_args(parser: argparse.ArgumentParser) -> None:
+    """The embedder options (the kb_embedder settings)."""
+    parser.add_argument("--embedder", default="wordllama", metavar="SPEC",
+                        help="'wordllama' (bundled, offline; the default), 'openai:MODEL' (an OpenAI-compatible "
+                             "/v1/embeddings) or 'MODULE:NAME' (a LangChain Embeddings)")
+    parser.add_argument("--embedder-base-url", default="", metavar="URL", help="the /v1 endpoint of openai:MODEL")
+    parser.add_argument("--embedder-api-key-env", default="OPENAI_API_KEY", metavar="VAR",
+                        help="the variable holding its API key (default OPENAI_API_KEY)")
+
+
+def embedder_from_args(args: argparse.Namespace):
+    """The embedder the options name."""
+    from codeforest.tools.knowledge import embedder
+
+    return embedder(args.embedder, args.embedder_base_url, args.embedder_api_key_env)
 
 
 def existing_steps(path: str | os.PathLike) -> Path:
@@ -68,7 +88,8 @@ def cmd_kb_build(args: argparse.Namespace) -> int:
 
     if not args.sources and args.from_steps is None:
         raise ValueError("give --from DATASET (model calls) or --from-steps [FILE] (embeddings only)")
-    out = Path(args.out) if args.out else default_kb_path()
+    embeddings = embedder_from_args(args)
+    out = Path(args.out) if args.out else default_kb_path(embeddings)
     steps = Path(args.from_steps or PACKAGED_STEPS) if args.from_steps is not None else \
         Path(args.steps or out / "steps.jsonl")
     if args.from_steps:
@@ -92,7 +113,7 @@ def cmd_kb_build(args: argparse.Namespace) -> int:
         err.print(f"wrote the steps of {written} problems to {steps} in {time.monotonic() - started:.0f} s")
     records = read_steps(steps)
     started = time.monotonic()
-    kb = KnowledgeBase(out, create=True)
+    kb = KnowledgeBase(out, embeddings, create=True)
     added = kb.add(records)
     err.print(f"embedded {added} new problems in {time.monotonic() - started:.1f} s; {out} holds "
               f"{len(kb.manifest.get('problems', {}))} problems ({kb.manifest.get('documents', 0)} step prefixes) "
@@ -121,7 +142,7 @@ def cmd_kb_query(args: argparse.Namespace) -> int:
     """Print the nearest stored step prefixes with their similarity and metadata."""
     from codeforest.tools.knowledge import open_knowledge
 
-    kb = open_knowledge(args.kb)  # the default KB is built from the packaged steps on first use
+    kb = open_knowledge(args.kb, embedder_from_args(args))  # the default KB: built from the packaged steps at first
     out = Console(highlight=False)
     for hit in kb.search(args.text, k=args.k, topic=args.topic):
         out.print(f"[bold]{hit['similarity']:.3f}[/bold]  {hit['source']} {hit['problem_id']} "
@@ -136,7 +157,8 @@ def cmd_kb_sanity(args: argparse.Namespace) -> int:
     from codeforest.tools.knowledge import PACKAGED_STEPS, open_knowledge, read_steps
 
     steps = existing_steps(args.steps) if args.steps else PACKAGED_STEPS
-    kb = open_knowledge(args.kb)  # the default KB follows the packaged steps first (their topics may have moved)
+    # the default KB follows the packaged steps first (their topics may have moved)
+    kb = open_knowledge(args.kb, embedder_from_args(args))
     result = retrieval_sanity(kb, read_steps(steps), limit=args.limit)
     print(json.dumps(result))
     return 0

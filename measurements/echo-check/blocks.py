@@ -21,7 +21,8 @@ from pathlib import Path
 from codeforest.agents import critic
 from codeforest.bench import select_tasks
 from codeforest.context import Context
-from codeforest.problems import load_dataset, public_suite, reference_solutions
+from codeforest.loading import load_dataset, reference_solutions
+from codeforest.problems import public_suite
 from codeforest.prompts import load_prompt
 from codeforest.tools.models import get_chat_model
 from codeforest.tools.sandbox import run_public_tests

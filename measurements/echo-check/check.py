@@ -18,7 +18,7 @@ from pathlib import Path
 from codeforest.agents import thinker
 from codeforest.bench import select_tasks
 from codeforest.context import Context
-from codeforest.problems import load_dataset
+from codeforest.loading import load_dataset
 from codeforest.prompts import load_prompt
 from codeforest.tools.models import get_chat_model
 

@@ -22,7 +22,7 @@ from codeforest.bench import select_tasks
 from codeforest.context import Context
 from codeforest.graphs.rpm_mcts import question
 from codeforest.kb import read_steps
-from codeforest.problems import load_dataset
+from codeforest.loading import load_dataset
 from codeforest.prompts import load_prompt
 from codeforest.tools.models import get_chat_model
 

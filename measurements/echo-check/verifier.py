@@ -13,7 +13,6 @@ to `verifier.jsonl` beside it.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import random
 import sys
@@ -21,11 +20,11 @@ from pathlib import Path
 
 from blocks import broken  # beside this script: the same operator flips
 
-from codeforest.agents.verifier import score_thoughts
+from codeforest.agents.verifier import score_thoughts, with_example
 from codeforest.bench import select_tasks
 from codeforest.context import Context
 from codeforest.kb import read_steps
-from codeforest.problems import load_dataset, reference_solutions
+from codeforest.loading import load_dataset, reference_solutions
 from codeforest.prompts import load_prompt
 from codeforest.tools.models import get_chat_model
 from codeforest.tools.sandbox import run_public_tests
@@ -34,24 +33,11 @@ from codeforest.tools.testing import prm_feedback
 OUT = Path(__file__).with_name("verifier.jsonl")
 COUNT = 10
 EXAMPLE = [0.3, 0.8, 1.0]
-RELEASED = {'"1-Thought": 0.3': '"1-Thought": <score of thought 1>',
-            '"2-Thought": 0.8': '"2-Thought": <score of thought 2>',
-            '"3-Thought": 1.0': '"3-Thought": <score of thought 3>'}
 
 
 def variant(prompt, name: str):
     """The verifier prompt with the released example answer, placeholder scores, or no example answer."""
-    def swap(node):
-        if isinstance(node, dict):
-            return {k: swap(v) for k, v in node.items()}
-        if name == "placeholders":
-            for score, placeholder in RELEASED.items():
-                node = node.replace(score, placeholder)
-        elif name == "no example" and "Example Answer:" in node:
-            node = node[:node.index("Example Answer:")].rstrip()
-        return node
-
-    return dataclasses.replace(prompt, templates=swap(prompt.templates))
+    return with_example(prompt, {"no example": "none"}.get(name, name))
 
 
 def echoes(scores: list[float]) -> bool:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from codeforest.datasets import DATASETS
 from codeforest.evalplus import read_rows, reference_program
-from codeforest.problems import load_dataset
+from codeforest.loading import load_dataset
 from codeforest.scoring import score_plus, score_private
 
 

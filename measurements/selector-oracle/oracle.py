@@ -17,7 +17,7 @@ from pathlib import Path
 
 from codeforest.bench import latest_records, read_results, run_label, tree_path
 from codeforest.graphs.selection import choosable, distinct_programs
-from codeforest.problems import load_dataset
+from codeforest.loading import load_dataset
 from codeforest.report import public_but_wrong
 from codeforest.scoring import score_private
 

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from codeforest.bench import read_results
-from codeforest.problems import load_dataset
+from codeforest.loading import load_dataset
 from codeforest.scoring import score_private
 
 HERE = Path(__file__).resolve().parent.parent

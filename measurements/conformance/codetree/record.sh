@@ -1,21 +1,33 @@
 #!/usr/bin/env bash
-# Record the released CodeTree (SalesforceAIResearch/CodeTree @ 72c9c87) on HumanEval problems through
-# `codeforest recorder`, with the embedded model codeforest uses. Usage:
-#   measurements/conformance/codetree/record.sh /path/to/CodeTree-checkout [HumanEval/159,HumanEval/65,...]
-# Needs codeforest installed with the [local] extra and the HumanEval+ release fetched
-# (`codeforest data fetch humaneval_plus`). The released code's own environment goes to $CONFORMANCE_VENV
-# (default ~/.cache/codeforest/conformance/codetree-venv); its run folder to $CONFORMANCE_OUT (default
-# /tmp/codetree-run). Rerunning resumes: the recorder answers what its log already holds. The released code
-# runs the programs it generates in its own process, as it was written to: run this in a throwaway machine or
-# container.
+# Record the released CodeTree (SalesforceAIResearch/CodeTree @ 72c9c87) through `codeforest recorder`, with the
+# embedded model codeforest uses. Usage:
+#   measurements/conformance/codetree/record.sh /path/to/CodeTree-checkout [humaneval|apps] [ID,ID,...]
+# humaneval (the default): HumanEval problems, its `--function` mode; apps: problems of its own APPS file
+# (data/apps_selected.json, codeforest's apps_stdio150), standard input and output. Without ids: the first five of
+# the `--sample 20 --seed 5` dev sample. Needs codeforest installed with the [local] extra and, for humaneval, the
+# HumanEval+ release fetched (`codeforest data fetch humaneval_plus`). The released code's own environment goes to
+# $CONFORMANCE_VENV (default ~/.cache/codeforest/conformance/codetree-venv); its run folder to $CONFORMANCE_OUT
+# (default /tmp/codetree-run-DATASET). Rerunning resumes: the recorder answers what its log already holds. The
+# released code runs the programs it generates in its own process, as it was written to: run this in a throwaway
+# machine or container.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 checkout="$(cd "${1:?the path of a CodeTree checkout}" && pwd)"
-ids="${2:-HumanEval/159,HumanEval/65,HumanEval/91,HumanEval/135,HumanEval/7}"  # the first 5 of the dev sample
+dataset="${2:-humaneval}"
+case "$dataset" in
+    humaneval) source_file="$checkout/data/humaneval.jsonl"; subset=humaneval.jsonl; mode=(--function)
+               default_ids="HumanEval/159,HumanEval/65,HumanEval/91,HumanEval/135,HumanEval/7" ;;
+    apps) source_file="$checkout/data/apps_selected.json"; subset=apps.json; mode=()
+          default_ids="$(python3 -c "from codeforest.bench import select_tasks; from codeforest.loading import load_dataset
+print(','.join(t.id for t in select_tasks(load_dataset('apps_stdio150'), sample=20, seed=5)[:5]))" 2>/dev/null)" ;;
+    *) echo "the dataset is humaneval or apps, not $dataset" >&2; exit 2 ;;
+esac
+ids="${3:-$default_ids}"
 venv="${CONFORMANCE_VENV:-$HOME/.cache/codeforest/conformance/codetree-venv}"
-out="${CONFORMANCE_OUT:-/tmp/codetree-run}"
-log="$here/humaneval.calls.jsonl"
-plus="$(ls "${CODEFOREST_CACHE:-$HOME/.cache/codeforest}"/data/HumanEvalPlus-*.jsonl.gz | head -1)"
+out="${CONFORMANCE_OUT:-/tmp/codetree-run-$dataset}"
+log="$here/$dataset.calls.jsonl"
+finals="$here/$dataset.finals.jsonl"  # the program each problem ends with, logged outside the search
+plus="$(ls "${CODEFOREST_CACHE:-$HOME/.cache/codeforest}"/data/HumanEvalPlus-*.jsonl.gz 2>/dev/null | head -1)"
 
 # The released requirements pin openai==0.28, whose module has no OpenAI class, which the code calls; the 1.x
 # client is what it runs with. vllm, transformers and datasets are shimmed (shims/); torch is never imported.
@@ -23,12 +35,16 @@ plus="$(ls "${CODEFOREST_CACHE:-$HOME/.cache/codeforest}"/data/HumanEvalPlus-*.j
     "tenacity>=8.2" "astunparse>=1.6" "jsonlines>=2.0" "numpy>=1.26" "httpx>=0.27"; }
 
 mkdir -p "$out"
-python3 - "$checkout/data/humaneval.jsonl" "$ids" "$out/humaneval.jsonl" <<'PY'
+python3 - "$source_file" "$ids" "$out/$subset" <<'PY'
 import json, sys
 source, ids, target = sys.argv[1], sys.argv[2].split(","), sys.argv[3]
-rows = {row["task_id"]: row for row in map(json.loads, open(source))}
-with open(target, "w") as f:
-    f.writelines(json.dumps(rows[i]) + "\n" for i in ids)
+if source.endswith(".jsonl"):
+    rows = {row["task_id"]: row for row in map(json.loads, open(source))}
+    with open(target, "w") as f:
+        f.writelines(json.dumps(rows[i]) + "\n" for i in ids)
+else:  # the APPS file: a JSON list, each problem named by its APPS number
+    rows = {f"APPS/{row['name']}": row for row in json.load(open(source))}
+    json.dump([rows[i] for i in ids], open(target, "w"))
 PY
 
 codeforest serve --model local --port 8080 > "$out/serve.log" 2>&1 & serve=$!
@@ -37,7 +53,10 @@ trap 'kill $rec $serve 2>/dev/null; wait' EXIT
 until curl -sf http://127.0.0.1:8080/v1/models > /dev/null; do sleep 2; done
 
 cd "$checkout"
-CONFORMANCE_IDS="$ids" CONFORMANCE_PLUS="$plus" PYTHONPATH="$here/shims" OPENAI_BASE_URL=http://127.0.0.1:8090/v1 \
-    OPENAI_API_KEY=recorded "$venv/bin/python" main.py --run_name conformance --root_dir "$out/root" \
-    --dataset_path "$out/humaneval.jsonl" --strategy agent --language py --model gpt-4o-mini --pass_at_k 1 \
-    --max_iters 20 --function --verbose 2>&1 | tee "$out/released.log"
+mkdir -p temp_files  # the released executor writes each test program here and never creates the folder
+: > "$finals"  # every run goes through all the problems again (the recorder answers what it has)
+CONFORMANCE_FINALS="$finals" PATH="$venv/bin:$PATH" CONFORMANCE_IDS="$ids" CONFORMANCE_PLUS="$plus" \
+    PYTHONPATH="$here/shims" OPENAI_BASE_URL=http://127.0.0.1:8090/v1 OPENAI_API_KEY=recorded \
+    "$venv/bin/python" "$here/shims/run_released.py" main.py --run_name "conformance-$dataset" \
+    --root_dir "$out/root" --dataset_path "$out/$subset" --strategy agent --language py --model gpt-4o-mini \
+    --pass_at_k 1 --max_iters 20 "${mode[@]}" --verbose 2>&1 | tee "$out/released.log"
