@@ -94,3 +94,9 @@ def test_the_readme_is_short_and_starts_with_the_two_set_up_commands():
     blocks = re.findall(r"```bash\n(.*?)\n```", text, re.S)
     assert blocks[0].startswith("python3 -m venv .venv") and 'pip install -e ".[local]"' in blocks[0]
     assert blocks[1] == 'python3 -m venv .venv && . .venv/bin/activate && pip install -e ".[test]" && pytest'
+
+
+def test_the_readmes_faithfulness_table_is_the_one_the_committed_replays_give():
+    built = subprocess.run([sys.executable, str(ROOT / "measurements" / "conformance" / "table.py")],
+                           capture_output=True, text=True, check=True).stdout
+    assert built.startswith("| method | released code |") and built in (ROOT / "README.md").read_text()

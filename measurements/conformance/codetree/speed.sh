@@ -3,8 +3,8 @@
 # reply after a fixed delay (DELAY seconds, default 1), so that model time is the same for both and the rest
 # (program runs, the search's own work, what runs in parallel) shows. Usage:
 #   measurements/conformance/codetree/speed.sh /path/to/CodeTree-checkout [humaneval|apps]
-# Run record.sh first (its call log and the released code's environment are reused). Prints both times; the
-# per-problem times of codeforest go to DATASET.speed.jsonl beside this script.
+# Run record.sh first (its call log and the released code's environment are reused). Prints both times and writes
+# them to DATASET.speed.json beside this script (codeforest's per-problem times to DATASET.speed.jsonl).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 checkout="$(cd "${1:?the path of a CodeTree checkout}" && pwd)"
@@ -30,8 +30,10 @@ started=$(date +%s.%N)
     OPENAI_BASE_URL=http://127.0.0.1:8094/v1 OPENAI_API_KEY=replayed "$venv/bin/python" "$here/shims/run_released.py" \
     main.py --run_name "speed-$dataset" --root_dir "$out/speed-root" --dataset_path "$out/$subset" --strategy agent \
     --language py --model gpt-4o-mini --pass_at_k 1 --max_iters 20 "${mode[@]}" > "$out/speed-released.log" 2>&1)
-released=$(echo "$(date +%s.%N) - $started" | bc)
+released=$(python3 -c "print(round($(date +%s.%N) - $started, 2))")
 started=$(date +%s.%N)
 python "$here/replay.py" "$checkout" --dataset "$dataset" --ids "$ids" --delay "$delay" --out-suffix speed > /dev/null
-codeforest_s=$(echo "$(date +%s.%N) - $started" | bc)
+codeforest_s=$(python3 -c "print(round($(date +%s.%N) - $started, 2))")
 echo "released CodeTree: ${released} s; codeforest codetree: ${codeforest_s} s (every reply after ${delay} s)"
+printf '{"released_s": %s, "codeforest_s": %s, "delay_s": %s, "problems": "%s"}\n' "$released" "$codeforest_s" \
+    "$delay" "$ids" > "$here/$dataset.speed.json"
