@@ -171,7 +171,9 @@ def _stdio_task(rec: dict, source: str) -> Task:
             raise TypeError(f"'{field}' (must be {{\"input\": [...], \"output\": [...]}}, lists of equal length)")
         return [{"input": i, "output": o} for i, o in zip(tests["input"], tests["output"], strict=True)]
 
-    problem = Problem(id=f"APPS/{rec['name']}", prompt=rec["description"], kind="stdio",
+    # as the released CodeTree reads its file (utils.read_json): three line breaks become two, twice over
+    description = rec["description"].replace("\n\n\n", "\n\n").replace("\n\n\n", "\n\n")
+    problem = Problem(id=f"APPS/{rec['name']}", prompt=description, kind="stdio",
                       entry_point=None, public_tests=pairs("public_tests"))
     private = pairs("private_tests") if rec.get("private_tests") else None
     return Task(problem=problem, private_tests=TestSuite.stdio(private) if private else None, source=source)

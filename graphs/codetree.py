@@ -75,6 +75,10 @@ class CodeTreeContext(VerifierContext):
         "failure with the value returned or the error), or the released executors' text (Tested passed / Tests "
         "failed, each failing assert with the value it printed; a syntax error reads 'True'), which a "
         "replay of the released code needs."))
+    codetree_partial_credit: bool = Field(default=True, description=(
+        "True: a failing node's value starts from the fraction of visible tests it passes (the paper's execution "
+        "score); false: a standard-input problem's failing node starts from 0 whatever it passes, as in the released "
+        "code, whose stdin/stdout executor never counts a passed test (function problems keep the fraction)."))
     codetree_evaluator: Literal["critic", "verifier"] = Field(default="critic", description=(
         "Who judges a node: the Critic (the paper), or the Verifier (CodePRM) scoring the node's strategy and "
         "reflections: a visible pass is accepted when no step is flagged (at or below θ under "
@@ -125,6 +129,12 @@ def visible_ratio(execution: Execution) -> float:
 def passes_visible(node: NodeRecord) -> bool:
     """The released code's visible pass: ``r > 0.99``."""
     return "execution" in node and visible_ratio(node["execution"]) > PASS_THRESHOLD
+
+
+def partial_credit(problem: dict, context: CodeTreeContext) -> bool:
+    """Whether a failing node is credited with the visible tests it passes (``codetree_partial_credit``, which the
+    released code lacks for standard-input problems only)."""
+    return context.codetree_partial_credit or problem["kind"] != "stdio"
 
 
 def judge_visible_pass(verdict: bool, depth: int, max_depth: int, parent_passes: bool) -> tuple[str, str]:
@@ -285,6 +295,8 @@ def critique(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: Bas
     parent = state["nodes"].get(node["parent"] or "")
     ratio, depth, max_depth = visible_ratio(node["execution"]), node["depth"], context.codetree_max_depth
     value, feedback, cost, record = ratio, node["feedback"], {}, {}
+    if not partial_credit(state["problem"], context) and ratio <= PASS_THRESHOLD:
+        value = 0.0  # the released stdin/stdout executor: no pass fraction short of passing them all
     last_failing = state.get("last_failing")
     if variant(context):
         decision, reason = ("accept", "passes the visible tests") if ratio > PASS_THRESHOLD else ("next", "fails")

@@ -11,6 +11,7 @@ PROBLEM = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n
            "entry_point": "inc", "public_tests": ["assert inc(1) == 2", "assert inc(5) == 6"]}
 ROLES = {"provides strategies": "strategy", "Reflect on the implementation": "reflection",
          "only responds with python code": "solver", "past function implementation": "debugger",
+         "your past program": "debugger",
          "Score from 0 to 5": "score", "code reviewer": "verify"}
 
 
@@ -205,3 +206,21 @@ def test_strategy_list_asks_again_for_missing_strategies_and_never_debugs():
     out = run(none_pass, codetree_order="list", codetree_width=2)
     assert none_pass.roles == ["strategy", "solver", "solver"] and out["final_code"] == ""
     assert out["stop_reason"] == "tree_exhausted"
+
+
+STDIO = {"id": "T/double", "prompt": "Read n and print 2n.", "kind": "stdio", "entry_point": None,
+         "public_tests": [{"input": "2\n", "output": "4\n"}, {"input": "3\n", "output": "6\n"}]}
+
+
+@pytest.mark.parametrize("partial, value", [(True, 0.5 + 3 / 15), (False, 0 + 3 / 15)])
+def test_a_stdin_program_passing_half_its_tests_is_credited_or_not_as_released(partial, value):
+    """print(4) passes the first of two tests: the paper's execution score counts it (1/2 + 3/15); the released
+    stdin/stdout executor never counts a passed test (0 + 3/15). Its feedback in the released layout, too."""
+    script = RoleScript(strategy=["1. Print twice the number."], solver=["```python\nprint(4)\n```"],
+                        score=["The first output is right.\n3"], reflection=["1. Read n before printing."],
+                        debugger=["```python\nprint(2 * int(input()))\n```"], verify=["Right.\nTrue"])
+    context = CodeTreeContext(structured_output=False, codetree_partial_credit=partial, codetree_feedback="released")
+    out = build_graph(model=RespondingChatModel(respond=script)).invoke({"problem": STDIO}, context=context)
+    assert out["nodes"]["n1"]["value"] == pytest.approx(value) and out["stop_reason"] == "accepted"
+    assert out["nodes"]["n1"]["feedback"] == ("Tests succeeded:\nInput:\n2\nOutput:\n4\nTests failed:\nInput:\n3\n"
+                                              "Expected Output:\n6\nProgram's Output:\n4\n" + "-" * 29)

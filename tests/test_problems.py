@@ -53,6 +53,15 @@ def test_stdio_public_and_private_are_separate_lists(data_dir):
     assert len(task.private_tests) >= len(task.problem["public_tests"])
 
 
+def test_a_stdio_description_is_read_as_the_released_codetree_reads_it(data_dir):
+    """Three line breaks become two (CodeTree's utils.read_json), so the model sees the text its authors' runs did."""
+    raw = next(r for r in json.loads((data_dir / "apps_stdio150.json").read_text()) if str(r["name"]) == "3874")
+    prompt = load_problem("apps_stdio150", "APPS/3874", data_dir).problem["prompt"]
+    assert "\n\n\n" in raw["description"] and "\n\n\n" not in prompt
+    assert prompt == raw["description"].replace("\n\n\n", "\n\n").replace("\n\n\n", "\n\n")
+    assert "them or report if there is no such pattern.\n\n-----Input-----" in prompt
+
+
 def test_problem_lookup_by_bare_number_and_unknown_id(data_dir):
     assert load_problem("humaneval", "7", data_dir).id == "HumanEval/7"
     with pytest.raises(DatasetError, match="No problem"):

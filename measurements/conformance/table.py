@@ -1,10 +1,11 @@
 """The README's faithfulness table, built from the committed replay results (``*/DATASET.replay.jsonl``) and the
 speed comparisons (``*/DATASET.speed.json``) beside this script. ``python measurements/conformance/table.py`` prints
-it; a test holds the README to it."""
+it, ``--readme`` puts it in the README in place of the one there; a test holds the README to it."""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).parent
@@ -44,5 +45,15 @@ def table() -> str:
     return "\n".join(HEADER + body) + "\n"
 
 
+def update_readme(readme: Path = HERE.parent.parent / "README.md") -> None:
+    """Replace the README's faithfulness table (the block of lines from its header row) with the current one."""
+    lines = readme.read_text(encoding="utf-8").splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if line.startswith(HEADER[0]))
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    readme.write_text("".join(lines[:start]) + table() + "".join(lines[end:]), encoding="utf-8")
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--readme"]:
+        update_readme()
     print(table(), end="")

@@ -10,6 +10,10 @@
 # (default /tmp/codetree-run-DATASET). Rerunning resumes: the recorder answers what its log already holds. The
 # released code runs the programs it generates in its own process, as it was written to: run this in a throwaway
 # machine or container.
+#
+# For plumbing checks without the model: RECORD_UPSTREAM=URL (an OpenAI-compatible /v1 base) is used instead of
+# starting `codeforest serve`; RECORD_PORT (default 8090) is the recorder's port; RECORD_LOG and RECORD_FINALS
+# (default: DATASET.calls.jsonl and DATASET.finals.jsonl beside this script) are where the calls and programs go.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 checkout="$(cd "${1:?the path of a CodeTree checkout}" && pwd)"
@@ -25,8 +29,10 @@ esac
 ids="${3:-$default_ids}"
 venv="${CONFORMANCE_VENV:-$HOME/.cache/codeforest/conformance/codetree-venv}"
 out="${CONFORMANCE_OUT:-/tmp/codetree-run-$dataset}"
-log="$here/$dataset.calls.jsonl"
-finals="$here/$dataset.finals.jsonl"  # the program each problem ends with, logged outside the search
+log="${RECORD_LOG:-$here/$dataset.calls.jsonl}"
+finals="${RECORD_FINALS:-$here/$dataset.finals.jsonl}"  # the program each problem ends with, logged outside the search
+port="${RECORD_PORT:-8090}"
+upstream="${RECORD_UPSTREAM:-}"
 plus="$(ls "${CODEFOREST_CACHE:-$HOME/.cache/codeforest}"/data/HumanEvalPlus-*.jsonl.gz 2>/dev/null | head -1)"
 
 # The released requirements pin openai==0.28, whose module has no OpenAI class, which the code calls; the 1.x
@@ -47,16 +53,21 @@ else:  # the APPS file: a JSON list, each problem named by its APPS number
     json.dump([rows[i] for i in ids], open(target, "w"))
 PY
 
-codeforest serve --model local --port 8080 > "$out/serve.log" 2>&1 & serve=$!
-codeforest recorder --log "$log" --upstream http://127.0.0.1:8080/v1 --port 8090 > "$out/recorder.log" 2>&1 & rec=$!
-trap 'kill $rec $serve 2>/dev/null; wait' EXIT
-until curl -sf http://127.0.0.1:8080/v1/models > /dev/null; do sleep 2; done
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null; wait' EXIT
+if [ -z "$upstream" ]; then
+    codeforest serve --model local --port 8080 > "$out/serve.log" 2>&1 & pids+=($!)
+    upstream=http://127.0.0.1:8080/v1
+    until curl -sf "$upstream/models" > /dev/null; do sleep 2; done
+fi
+codeforest recorder --log "$log" --upstream "$upstream" --port "$port" > "$out/recorder.log" 2>&1 & pids+=($!)
+until curl -sf "http://127.0.0.1:$port/v1/models" > /dev/null; do sleep 1; done
 
 cd "$checkout"
 mkdir -p temp_files  # the released executor writes each test program here and never creates the folder
 : > "$finals"  # every run goes through all the problems again (the recorder answers what it has)
 CONFORMANCE_FINALS="$finals" PATH="$venv/bin:$PATH" CONFORMANCE_IDS="$ids" CONFORMANCE_PLUS="$plus" \
-    PYTHONPATH="$here/shims" OPENAI_BASE_URL=http://127.0.0.1:8090/v1 OPENAI_API_KEY=recorded \
+    PYTHONPATH="$here/shims" OPENAI_BASE_URL="http://127.0.0.1:$port/v1" OPENAI_API_KEY=recorded \
     "$venv/bin/python" "$here/shims/run_released.py" main.py --run_name "conformance-$dataset" \
     --root_dir "$out/root" --dataset_path "$out/$subset" --strategy agent --language py --model gpt-4o-mini \
     --pass_at_k 1 --max_iters 20 "${mode[@]}" --verbose 2>&1 | tee "$out/released.log"

@@ -3,7 +3,8 @@
     python measurements/conformance/codetree/replay.py CHECKOUT [--dataset humaneval|apps] [--ids ...]
 
 codeforest runs with the released code's settings (its prompts, read from CHECKOUT by released_prompts.py; its
-test feedback; 1 s per test; its final program when nothing is accepted; no JSON-schema decoding) against
+test feedback; no pass fraction for a failing stdin program; 1 s per test; its final program when nothing is
+accepted; no JSON-schema decoding) against
 ``codeforest recorder`` replaying the log. For each problem: the calls codeforest made that the log answered, of
 the calls the released code made (compared per request: each prompt asked as often, in any order); the first request
 the log could not answer (its role and a diff against the nearest recorded request of that problem); whether the
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -31,6 +33,7 @@ from codeforest.recorder import Recorder, nearest, replay_key
 HERE = Path(__file__).parent
 DATASETS = {"humaneval": "humaneval164", "apps": "apps_stdio150"}  # the released files, as codeforest loads them
 RELEASED = {"structured_output": False, "codetree_feedback": "released", "codetree_final": "last_failing",
+            "codetree_partial_credit": False,
             "test_timeout": 1.0, "model": "gpt-4o-mini", "api_key_env": "CONFORMANCE_KEY"}
 ROLES = {"provides strategy": "Thinker (strategies)", "reflect on problem-solving": "Thinker (reflections)",
          "only responds with python code": "Solver", "past function implementation": "Debugger",
@@ -51,20 +54,38 @@ def belongs(key: str, problem: dict) -> bool:
     return any(mark in m["content"] for m in json.loads(key)["messages"])
 
 
-def program_depths(keys: list[str], replies: list[str]) -> list[int]:
-    """The depth of each program a run wrote, in order, read from its requests and replies: a Solver's program is
-    at depth 1, a Debugger's one below the program it repairs (known by its code, shown as the model's answer)."""
-    depth_by_code: dict[str, int] = {}
-    depths = []
+def released_depths(keys: list[str], replies: list[str], max_depth: int = 3) -> list[int]:
+    """The depth of each program the released run wrote, in order, read from its calls by its own search rule
+    (``agent_guide``): a strategy or reflection list pushes its items on a stack (the first on top), a program call
+    pops the top, and an item deeper than ``max_depth`` is skipped without a call."""
+    stack: list[int] = []
+    depths: list[int] = []
+    current = 0
     for key, reply in zip(keys, replies, strict=True):
         kind = role(key)
-        if kind not in ("Solver", "Debugger"):
-            continue
-        depth = 1 if kind == "Solver" else depth_by_code.get(json.loads(key)["messages"][2]["content"], 0) + 1
-        depths.append(depth)
-        code = reply.split("```python\n", 1)[-1].split("\n```", 1)[0] if "```python\n" in reply else reply
-        depth_by_code.setdefault(f"```python\n{code}\n```", depth)
+        if kind.startswith("Thinker"):
+            items = released_items(reply)
+            depth = 1 if kind == "Thinker (strategies)" else current + 1
+            stack += [depth] * len(items)
+        elif kind in ("Solver", "Debugger"):
+            while stack and stack[-1] > max_depth:
+                stack.pop()
+            current = stack.pop() if stack else 0
+            depths.append(current)
     return depths
+
+
+def released_items(reply: str, width: int = 10) -> list[str]:
+    """The released parse of a numbered list (generators/py_generate.py ``parse_strategy``): the text after the first
+    "N." of each line of 5 characters or more, at most ``width``; empty items count for strategies only."""
+    items = []
+    for line in (line for line in reply.splitlines() if line.strip()):
+        if len(line) < 5:
+            continue
+        found = re.search(r"^\s*<\d+>(.*)", line.strip()) or re.search(r"\d+\.(.*)", line.strip())
+        if found:
+            items.append(found.group(1))
+    return items[:width]
 
 
 def compare(task, recorded: list[tuple[str, str]], asked: list[tuple[str, bool]], output: dict,
@@ -85,9 +106,8 @@ def compare(task, recorded: list[tuple[str, str]], asked: list[tuple[str, bool]]
         row |= {"first_divergence": role(missed), "call": len(hits) + 1, "diff": diff}
     final = (output.get("final_code") or "").strip()
     row["same_final_program"] = released_final is not None and final == released_final.strip()
-    released_shape = program_depths(keys, [r for _, r in recorded])
-    ours = sorted((n for n in (output.get("nodes") or {}).values() if n.get("code")), key=lambda n: n["order"])
-    row["released_shape"], row["codeforest_shape"] = released_shape, [n["depth"] for n in ours]
+    released_shape = released_depths(keys, [reply for _, reply in recorded])
+    row["released_shape"], row["codeforest_shape"] = released_shape, output.get("generated_depths", [])
     row["same_shape"] = released_shape == row["codeforest_shape"]
     return row
 
@@ -125,9 +145,9 @@ def main() -> None:
     finals_file = Path(args.finals or HERE / f"{args.dataset}.finals.jsonl")
     os.environ.setdefault("CONFORMANCE_KEY", "replayed")
     records = read_records(log)[0]
-    finals: list[tuple[str, str]] = []  # HumanEval's are scored twice (base and weaker tests): one per problem
+    finals: list[tuple[str, str]] = []  # a function's is scored twice (base and weaker tests): one per problem
     for final in read_records(finals_file)[0] if finals_file.is_file() else []:
-        if not finals or finals[-1] != (final["entry_point"], final["program"]):
+        if not final["entry_point"] or not finals or finals[-1] != (final["entry_point"], final["program"]):
             finals.append((final["entry_point"], final["program"]))
     tasks = load_dataset(DATASETS[args.dataset])
     if args.ids:
@@ -146,10 +166,17 @@ def main() -> None:
                             for r in records if belongs(replay_key(r["request"]), task.problem)]
                 start = len(recorder.trace)
                 settings = {**RELEASED, "base_url": recorder.url, "prompts_dir": str(prompts)}
+                generated: list[int] = []  # the depth of each program, as the graph writes them
+
+                def on_event(event: dict, generated=generated) -> None:
+                    if event.get("event") == "generated":
+                        generated.append(event["depth"])
+
                 try:
-                    output = solve(task.problem, "codetree", context=settings)
+                    output = solve(task.problem, "codetree", context=settings, on_event=on_event)
                 except Exception as exc:  # noqa: BLE001 - a replay that ends in an error is a result too
                     output = {"stop_reason": f"error: {exc}"}
+                output["generated_depths"] = generated
                 final = finals[number][1] if number < len(finals) else None
                 row = compare(task, recorded, recorder.trace[start:], output, final)
                 rows.append(row | {"delay_s": args.delay})

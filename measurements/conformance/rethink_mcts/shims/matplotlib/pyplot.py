@@ -1,0 +1,1 @@
+"""Shim: imported as ``plt`` by the released utils module, never used."""

@@ -1,0 +1,1 @@
+"""Shim: imported as ``F`` by the released utils module, never used."""
