@@ -32,9 +32,10 @@ class Context(BaseModel):
     api_key_env: str = Field(default="OPENAI_API_KEY", description=(
         "Name of the environment variable holding the endpoint's API key (never the key itself)."))
     temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="Sampling temperature (papers: 0).")
-    max_tokens: int = Field(default=0, ge=0, description=(
+    max_tokens: int = Field(default=0, ge=-1, description=(
         "Completion token limit per model call. 0: per role, as the released CodeTree code (4096 for a "
-        "program, 2048 for thoughts, critiques and verdicts), within the embedded server's context per slot."))
+        "program, 2048 for thoughts, critiques and verdicts), within the embedded server's context per slot. "
+        "-1: none sent, as the released RPM-MCTS client (the server's context is then the only limit)."))
     request_timeout: float = Field(default=600.0, gt=0, description=(
         "Seconds to wait for one model call (a slow CPU needs minutes for a long answer of the embedded model)."))
     retries: int = Field(default=2, ge=0, description=(

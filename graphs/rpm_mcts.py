@@ -148,8 +148,8 @@ def budget(context: RpmContext) -> int:
 
 def recursion_limit(context: RpmContext) -> int:
     """Steps of the longest run: start, setup, five per rollout (select, expand, simulate, revise, backpropagate),
-    finalize."""
-    return kit.recursion_limit(3 + 5 * context.rpm_rollouts)
+    finalize, and finalize again when the first one's model call fails (its fault handler finalizes)."""
+    return kit.recursion_limit(4 + 5 * context.rpm_rollouts)  # and a finalize after a failed one
 
 
 # --- decision rules (pure) --------------------------------------------------------------------------
@@ -159,7 +159,7 @@ def question(problem: Problem) -> str:
     tests = problem["public_tests"]
     shown = tests if problem["kind"] == "function" else [f"input: {t['input']!r} -> output: {t['output']!r}"
                                                          for t in tests]
-    return problem["prompt"].rstrip() + ("\npublic tests:\n" + "\n".join(shown) if shown else "")
+    return problem["prompt"] + "\npublic tests: \n" + "\n".join(shown)  # as the released MCTS_Task builds it
 
 
 def steps_on(nodes: dict[str, NodeRecord], path: list[str]) -> list[str]:
@@ -236,13 +236,19 @@ def backed_up(nodes: dict[str, NodeRecord], leaf: str, value: float,
 
 def final_choice(nodes: dict[str, NodeRecord], rule: Literal["paper", "released"]) -> str | None:
     """The node ending a passing roll-out with the highest value (the released code's; the paper is silent), else
-    the highest-valued leaf ('paper') or step of any depth ('released'); ties go to the earliest."""
+    the highest-valued leaf ('paper', ties to the earliest made) or node of any depth ('released'). 'released' walks
+    the tree as its code does, depth first: the first passing node of the highest value
+    (``find_best_final_code_node``), else the last node of the highest value, the root included (``getBestV``)."""
+    if rule == "released":
+        walk = search.preorder(nodes, ROOT)
+        chosen = kit.best((n for n in walk if n.get("passing")), key=lambda n: n.get("value", 0.0))
+        if chosen is None:
+            chosen = kit.best(reversed(walk), key=lambda n: n.get("value", 0.0))
+        return chosen["id"] if chosen and chosen["id"] != ROOT else None
     steps = sorted((n for n in nodes.values() if n["id"] != ROOT), key=lambda n: n["order"])
     passing = [n for n in steps if n.get("passing")]
-    if rule == "paper":
-        parents = {n.get("parent") for n in steps}
-        steps = [n for n in steps if n["id"] not in parents]
-    chosen = kit.best(passing or steps, key=lambda n: n.get("value", 0.0))
+    parents = {n.get("parent") for n in steps}
+    chosen = kit.best(passing or [n for n in steps if n["id"] not in parents], key=lambda n: n.get("value", 0.0))
     return chosen["id"] if chosen else None
 
 
@@ -381,7 +387,7 @@ def revise(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel |
     context = kit.settings(runtime, CONTEXT)
     problem, nodes, failure, chosen = state["problem"], state["nodes"], state["failure"], state["simulated"]
     llm, text = kit.chat_model(context, model), question(problem)
-    wrong, updates, costs = f"{failure['code']}\nReflection: {state['reflection']}", {}, []
+    wrong, updates, costs = f"{failure['code']}\n{state['reflection']}", {}, []  # the released code + "\n" + reflection
     own_steps = steps_on(nodes, search.path_to(nodes, chosen))
     if context.rpm_edit and failure["located"] == len(own_steps):  # the wrong step is the simulated one
         edit = thinker.edit_step(_sampled(llm, context, problem, chosen, state["rollouts"], "edit"),

@@ -52,6 +52,14 @@ def children(nodes: Mapping[str, NodeRecord], node_id: str | None) -> list[NodeR
     return sorted((n for n in nodes.values() if n.get("parent") == node_id), key=lambda n: n.get("order", 0))
 
 
+def preorder(nodes: Mapping[str, NodeRecord], node_id: str) -> list[NodeRecord]:
+    """A node and everything below it, depth first, children in creation order."""
+    found = [nodes[node_id]]
+    for child in children(nodes, node_id):
+        found += preorder(nodes, child["id"])
+    return found
+
+
 def path_to(nodes: Mapping[str, NodeRecord], node_id: str) -> list[str]:
     """The ids from the top of the tree down to ``node_id``."""
     path = []

@@ -81,7 +81,7 @@ def test_every_enum_field_rejects_a_bad_value_naming_the_field_and_its_values(gr
     ("codetree", "codetree_max_programs", 0), ("codetree", "codetree_max_depth", 0), ("codetree", "codetree_width", -1),
     ("rethink_mcts", "rethink_rollouts", 0), ("rethink_mcts", "rethink_gamma", 1.5),
     ("rethink_mcts", "rethink_concurrency", 0), ("bester", "bester_width", 0), ("bester", "bester_depth", -1),
-    ("direct", "temperature", -0.1), ("direct", "max_tokens", -1), ("direct", "test_timeout", 0),
+    ("direct", "temperature", -0.1), ("direct", "max_tokens", -2), ("direct", "test_timeout", 0),
 ])
 def test_budgets_and_ranges_are_checked(graph, field, bad):
     with pytest.raises(ValueError, match=field):

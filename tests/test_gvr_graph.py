@@ -62,8 +62,8 @@ def test_verify_refine_regenerate_with_exact_prompts():
     assert refine_prompt == (
         "You are an expert programmer.\n"
         f"{PROBLEM['prompt']}\nThoughts:\n\n1-Thought: Return x + 2.\ndef inc(x):\n    return x + 2\n"
-        "## Failed test 1: \nassert inc(1) == 2\n\n# Current Execution Output:\n3\n\n"
-        "## Failed test 2: \nassert inc(5) == 6\n\n# Current Execution Output:\n7\n"
+        "## Failed test 1: \n\nassert inc(1) == 2\n\n# Current Execution Output:\n3\n\n"
+        "## Failed test 2: \n\nassert inc(5) == 6\n\n# Current Execution Output:\n7\n"
         "Above is the combination of problem, thoughts and code. \n"
         "Each thought is bounded with an id number at the beginning of the thought.\n"
         "* Revise and enhance the 1-Thought above in the thoughts by providing a improved new thought to replace "
@@ -71,8 +71,8 @@ def test_verify_refine_regenerate_with_exact_prompts():
     assert script.prompts["verify"][0] == (  # the released llm_score_thought: no "Thoughts:" line, unlike refine
         "You are an expert programmer.\n"
         f"{PROBLEM['prompt']}\n1-Thought: Return x + 2.\ndef inc(x):\n    return x + 2\n"
-        "## Failed test 1: \nassert inc(1) == 2\n\n# Current Execution Output:\n3\n\n"
-        "## Failed test 2: \nassert inc(5) == 6\n\n# Current Execution Output:\n7\n"
+        "## Failed test 1: \n\nassert inc(1) == 2\n\n# Current Execution Output:\n3\n\n"
+        "## Failed test 2: \n\nassert inc(5) == 6\n\n# Current Execution Output:\n7\n"
         "Above is the combination of problem, thoughts and corresponding code and feedback.\n"
         "Each thought is bounded with an id number at the beginning of the thought.\n\n"
         "* Please analysis and judge the correctness of each thought.\n"
@@ -107,7 +107,7 @@ def test_verify_refine_regenerate_with_exact_prompts():
     # the paper's T4 has "Above is a problem..." before the instructions (the released code has no such line)
     assert f"{PROBLEM['prompt']}\nAbove is a problem to be solved by Python program.\n* I need you to analyze" \
         in script.prompts["expand"][0]
-    assert "## Failed test 1: \nassert inc(5) == 6" in fb and "\nThought: Return two." in fb
+    assert "## Failed test 1: \n\nassert inc(5) == 6" in fb and "\nThought: Return two." in fb
     assert (nodes["n1"]["visits"], nodes["root"]["visits"]) == (3, 3)
     assert nodes["n1"]["q"] == 1.0 and nodes["n3"]["q"] == 0.5
     assert out["final_node"] == "n1" and out["final_code"].endswith("return x + 1")
@@ -149,8 +149,8 @@ def test_llm_locate_refines_the_thought_the_model_names_without_scores():
         '{"problematic id": 3,  "explanation": "[Your explanation of why the third thought is wrong]"}\n\n'
         "Here are the thoughts and code:\n"
         f"{PROBLEM['prompt']}\nThoughts:\n\n1-Thought: Return x + 2.\ndef inc(x):\n    return x + 2\n"
-        "## Failed test 1: \nassert inc(1) == 2\n\n# Current Execution Output:\n3\n\n"
-        "## Failed test 2: \nassert inc(5) == 6\n\n# Current Execution Output:\n7\n\n"
+        "## Failed test 1: \n\nassert inc(1) == 2\n\n# Current Execution Output:\n3\n\n"
+        "## Failed test 2: \n\nassert inc(5) == 6\n\n# Current Execution Output:\n7\n\n"
         "Begin your response:")
     nodes = out["nodes"]
     assert nodes["n1"]["replaced_thought"] == "Return x + 2." and nodes["n1"].get("prm_scores") is None

@@ -56,3 +56,17 @@ def test_the_embedded_server_holds_n_ctx_for_every_slot(monkeypatch, tmp_path):
                         started.append((n_ctx, slots)) or Server())
     models.get_chat_model(Context(model=str(gguf), n_ctx=4096, server_slots=3))
     assert started == [(3 * 4096, 3)]
+
+
+def test_max_tokens_minus_one_sends_no_limit_to_the_endpoint():
+    """-1: the request carries no max_tokens at all (the released RPM-MCTS client's calls), through a real client."""
+    from codeforest.context import Context
+    from codeforest.tools.models import get_chat_model
+    from tests.fake_openai import FakeOpenAI
+
+    with FakeOpenAI(["one", "two"]) as endpoint:
+        for limit, sent in ((-1, None), (300, 300)):
+            model = get_chat_model(Context(model="m", base_url=endpoint.url, max_tokens=limit, retries=0))
+            model.invoke([HumanMessage("hi")])
+            assert endpoint.requests[-1].get("max_tokens", endpoint.requests[-1].get("max_completion_tokens")) == sent
+    assert limits_seen("direct", max_tokens=-1) == [None]

@@ -110,7 +110,7 @@ def test_a_failed_rollout_is_located_grafted_and_reflected_then_a_passing_one_en
     # copies), and the code writer sees the public tests as every other role does (SPEC 2.6)
     assert script.prompts["blocks"][0].startswith(PROBLEM["prompt"]) and "<why BLOCK-2 is wrong>" in \
         script.prompts["blocks"][0] and "does not add the two integers together" not in script.prompts["blocks"][0]
-    assert all("public tests:\nassert inc(1) == 2" in p for p in script.prompts["code"])
+    assert all("public tests: \nassert inc(1) == 2" in p for p in script.prompts["code"])
     # expansion 1: the repeated proposal is filtered out; K from the KB, V0 = the critic's score (paper)
     first = [n for n in nodes.values() if n.get("parent") == "root"]
     assert [n["text"] for n in first] == ["Add one to the argument.", "Square the argument."]
@@ -372,8 +372,8 @@ def test_a_failed_rollout_is_revised_node_edit_then_rerollout_with_the_reflectio
     nodes = out["nodes"]
     assert nodes["n1"]["text"] == "Add one to x." and nodes["n1"]["replaced_thought"] == "Multiply x by one."
     reroll = script.prompts["reroll"][0]
-    assert "x * 1" in reroll and "Reflection: Wrong." in reroll and "Step 1: Add one to x." in reroll
-    assert "Reflection: Wrong." in script.prompts["edit"][0]  # the evaluator's analysis, not the locator's
+    assert "x * 1" in reroll and "x * 1\nWrong.\n" in reroll and "Step 1: Add one to x." in reroll
+    assert "x * 1\nWrong.\n" in script.prompts["edit"][0]  # the evaluator's analysis, not the locator's
     assert out["stop_reason"] == "solved" and "x + 1" in out["final_code"]
     assert nodes[out["final_node"]]["parent"] == "n1" and nodes[out["final_node"]]["text"] == "Return the sum."
 
@@ -390,7 +390,7 @@ def test_a_failed_rerollout_leaves_the_reflection_on_the_path_and_the_search_goe
     assert script.roles == ["next", "critic", "roll", "code", "evaluate", "locate", "reroll", "code", "evaluate",
                             "next", "critic", "roll", "code", "evaluate"]
     # the evaluator gave no analysis with its score: the re-roll-out's reflection is the locator's
-    assert "Reflection: Remember to add one." in script.prompts["reroll"][0]
+    assert "return x\nRemember to add one.\n" in script.prompts["reroll"][0]
     # the released reflection after a failed re-roll-out: its program, then the evaluator's analysis
     reflection = "def inc(x):\n    return x\nStill no addition."
     assert out["nodes"]["n1"]["reflection"] == reflection and out["stop_reason"] == "solved"
@@ -563,3 +563,21 @@ def test_the_topic_call_is_greedy_or_sampled_at_the_released_temperature(kb_path
     build_graph(model=model).invoke({"problem": PROBLEM}, context=context)
     assert len(script.prompts["topic"]) == 1  # the first call of the search, before any step
     assert model.call_kwargs[0].get("temperature") == temperature
+
+
+def test_the_released_final_pick_walks_the_tree_depth_first():
+    """Released: the first passing node of the highest value in depth-first order (n3: n1's subtree comes before
+    n2, made after n1), else the last node of the highest value. Paper: of tied passing nodes the one made first
+    (n2)."""
+    def node(i, parent, order, value, passing=False):
+        return {"id": i, "parent": parent, "order": order, "value": value, "passing": passing}
+
+    nodes = {"root": {"id": "root", "parent": None, "order": 0, "value": 0.0},
+             "n1": node("n1", "root", 1, 6.0), "n2": node("n2", "root", 2, 8.5, True),
+             "n3": node("n3", "n1", 3, 8.5, True), "n4": node("n4", "n2", 4, 9.0)}
+    assert final_choice(nodes, "released") == "n3" and final_choice(nodes, "paper") == "n2"
+    for n in ("n2", "n3"):
+        nodes[n]["passing"] = False
+    assert final_choice(nodes, "released") == "n4"
+    nodes["n1"]["value"] = 9.0  # a tie at 9.0: the released getBestV takes the last in depth-first order
+    assert final_choice(nodes, "released") == "n4" and final_choice(nodes, "paper") == "n4"

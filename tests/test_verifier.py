@@ -44,15 +44,18 @@ def test_prm_input_is_codeprms_exact_string():
 
 def test_prm_feedback_format():
     stdio = ExecutionResult(0, 1, [TestOutcome("1 2\n", False, expected="3\n", actual="4\n", reason="wrong answer")])
-    assert prm_feedback(stdio) == "## Failed test 1: \n# Input:\n1 2\n\n# Ground Truth Output:\n3\n\n\n" \
+    assert prm_feedback(stdio) == "## Failed test 1: \n\n# Input:\n1 2\n\n# Ground Truth Output:\n3\n\n\n" \
                                   "# Current Execution Output:\n4"
     many = ExecutionResult(0, 7, [TestOutcome(f"assert f({i}) == 0", False, error="AssertionError") for i in range(7)])
     text = prm_feedback(many)
-    assert text.count("## Failed test") == 5 and "## Failed test 5: \nassert f(4) == 0" in text
+    assert text.count("## Failed test") == 5 and "## Failed test 5: \n\nassert f(4) == 0" in text
     long = ExecutionResult(0, 2, [TestOutcome("assert f(1) == 0", False, actual="x" * 5000),
                                   TestOutcome("assert f(2) == 0", False, actual="y")])
-    assert "f(1)" not in prm_feedback(long) and "## Failed test 1: \nassert f(2) == 0" in prm_feedback(long)
+    assert "f(1)" not in prm_feedback(long) and "## Failed test 1: \n\nassert f(2) == 0" in prm_feedback(long)
     assert prm_feedback(ExecutionResult(2, 2, [])) == "All public test cases passed!"
+    # a returned string as the released executor prints it: without quotes
+    word = ExecutionResult(0, 1, [TestOutcome("assert f(1) == 'b'", False, actual="'a'", reason="wrong answer")])
+    assert prm_feedback(word).endswith("# Current Execution Output:\na")
 
 
 class PRMServer:

@@ -322,7 +322,8 @@ def get_chat_model(context: Context, progress=None) -> BaseChatModel:
         base_url, name, api_key = server.base_url + "/v1", gguf.stem, "local"
     cache = response_cache(context.cache_path) if context.cache_path else None
     model = ChatOpenAI(base_url=base_url, model=name, api_key=api_key, temperature=context.temperature,
-                       max_tokens=context.max_tokens or None, timeout=context.request_timeout,
+                       max_tokens=context.max_tokens if context.max_tokens > 0 else None,
+                       timeout=context.request_timeout,
                        max_retries=context.retries, cache=cache)
     with _servers_lock:
         return _chat_models.setdefault(key, model)

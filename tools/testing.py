@@ -201,4 +201,7 @@ def execution_report(o: TestOutcome, got: str, *, label: str = "# Current Execut
 
 
 def _prm_failure(o: TestOutcome) -> str:
-    return execution_report(o, current_output(o, "TIMEOUT"))
+    """A failing test as the released CodePRM executors report it: on a new line, a returned value as ``print``
+    writes it."""
+    got = _as_printed(o.actual) if o.reason == "wrong answer" and o.actual is not None else current_output(o, "TIMEOUT")
+    return "\n" + execution_report(o, got)

@@ -11,7 +11,7 @@ from pathlib import Path
 HERE = Path(__file__).parent
 METHODS = {"codetree": ("CodeTree", "SalesforceAIResearch/CodeTree @ 72c9c87"),
            "rethink_mcts": ("RethinkMCTS", "SIMONLQY/RethinkMCTS @ 3908cac"),
-           "gvr": ("CodePRM", "SIMONLQY/CodePRM @ 1f54aef"),
+           "codeprm": ("CodePRM", "SIMONLQY/CodePRM @ 1f54aef"),
            "rpm_mcts": ("RPM-MCTS", "codellm12842/RPM-MCTS @ 9189885")}
 HEADER = ["| method | released code | problems | calls matched | first divergence | same program | same tree | "
           "wall time, released : codeforest |", "|---|---|---|---|---|---|---|---|"]

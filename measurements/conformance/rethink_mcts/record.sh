@@ -97,9 +97,13 @@ for id in ${ids//,/ }; do
         | tee -a "$out/released.log" || failed+=("$id")
 done
 
-python3 - "$run/results/humaneval/Experiment_0" "$ids" "$finals" <<'PY'
-import json, os, sys
-results, ids, target = sys.argv[1], sys.argv[2].split(","), sys.argv[3]
+python3 - "$run/results/humaneval/Experiment_0" "$ids" "$finals" "$out/released.log" <<'PY'
+import json, os, re, sys
+results, ids, target, output = sys.argv[1], sys.argv[2].split(","), sys.argv[3], sys.argv[4]
+# the path each rollout selected (chance-node positions from the root), as the released run prints it
+parts = re.split(r"^Solving Problem #(\d+)$", open(output, errors="replace").read(), flags=re.M)
+selections = {f"HumanEval/{n}": re.findall(r"^selection_\d+: \n(root.*)$", text, flags=re.M)
+              for n, text in zip(parts[1::2], parts[2::2])}
 with open(target, "w") as f:
     for task_id in ids:
         path = os.path.join(results, task_id.split("/")[1] + ".json")
@@ -109,6 +113,7 @@ with open(target, "w") as f:
         result = json.load(open(path))
         best = max(range(len(result["train rewards"])), key=result["train rewards"].__getitem__)  # its argmax
         f.write(json.dumps({"task_id": task_id, "program": result["codes"], "train_reward": result["train rewards"][best],
-                            "test_reward": result["rewards"][best], "programs": len(result["rewards"])}) + "\n")
+                            "test_reward": result["rewards"][best], "programs": len(result["rewards"]),
+                            "selections": selections.get(task_id, [])}) + "\n")
 PY
 [ ${#failed[@]} -eq 0 ] || { echo "the released code failed on: ${failed[*]}" >&2; exit 1; }
