@@ -227,20 +227,26 @@ def classify_topic(model: BaseChatModel, prompt: Prompt, problem: str) -> Reply[
     return Reply(topic or "Other", raw, cost, parsed=topic is not None)
 
 
-def next_step(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list[str], siblings: list[str],
-              reflection: str) -> Reply[str]:
+def next_step(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list[str] | str,
+              siblings: list[str] | str, reflection: str) -> Reply[str]:
     """RPM-MCTS's next-step proposer: one new step after ``steps``, unlike its ``siblings`` (sampled by the caller).
 
+    ``steps`` and ``siblings`` are lines (shown one per line, "(none)" for none) or a text the caller laid out.
     The text after "Next step:" (else the whole reply) without code blocks; an empty reply is a parse failure.
     """
-    user = prompt.render("next_step", problem=problem, steps="\n".join(steps) or "(none)",
-                         siblings="\n".join(siblings) or "(none)", reflection=reflection or "(none)")
+    user = prompt.render("next_step", problem=problem, steps=_lines(steps), siblings=_lines(siblings),
+                         reflection=reflection or "(none)")
     raw, cost = call_model(model, [HumanMessage(user)])
     text = re.sub(r"```.*?(```|\Z)", "", raw, flags=re.S)
     match = re.search(r"next\s+step\s*:?\s*(.*)", text, re.I | re.S)
     body = " ".join((match.group(1) if match else text).split())
     body = re.sub(r"^\**\s*Step\s*\d+\s*[:.)]\**\s*", "", body, flags=re.I)
     return Reply(body, raw, cost, parsed=bool(body))
+
+
+def _lines(items: list[str] | str) -> str:
+    """Lines one per line ("(none)" for none), or a text the caller laid out itself, as it is."""
+    return items if isinstance(items, str) else "\n".join(items) or "(none)"
 
 
 class RollOut(NamedTuple):
@@ -251,7 +257,7 @@ class RollOut(NamedTuple):
 
 
 def full_steps(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list[str],
-               wrong: str | None = None) -> Reply[RollOut]:
+               wrong: str | None = None, shown: str | None = None) -> Reply[RollOut]:
     """RPM-MCTS's roll-out: the path's steps continued to a complete solution (the path kept as it is); with
     ``wrong`` (a failed program and its reflection), the released code's re-roll-out.
 
@@ -260,11 +266,11 @@ def full_steps(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: lis
     reply starting at Step 1 as it stands (it may have reworded the path), else the path and the rolled steps.
     None readable is a parse failure (the path alone).
     """
+    path = _lines(steps) if shown is None else shown  # ``shown``: the path as the caller laid it out
     if wrong is None:
-        user = prompt.render("full_steps", problem=problem, steps="\n".join(steps) or "(none)")
+        user = prompt.render("full_steps", problem=problem, steps=path)
     else:
-        user = prompt.render("full_steps_reflection", problem=problem, steps="\n".join(steps) or "(none)",
-                             wrong=wrong)
+        user = prompt.render("full_steps_reflection", problem=problem, steps=path, wrong=wrong)
     raw, cost = call_model(model, [HumanMessage(user)])
     written = _numbered_steps(raw)
     rolled = [body for number, body in written if number > len(steps)]
@@ -277,13 +283,22 @@ def full_steps(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: lis
     return Reply(RollOut(rolled, shown), raw, cost, parsed=bool(written))
 
 
-def edit_step(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list[str], wrong: str) -> Reply[str | None]:
+def extract_steps(model: BaseChatModel, prompt: Prompt, reply: str) -> Reply[list[tuple[int, str]]]:
+    """The released step extractor: a roll-out's reply broken into ``<step>`` tags by the model; the numbered steps
+    of its answer (none readable: a parse failure)."""
+    raw, cost = call_model(model, [HumanMessage(prompt.render("extract", steps=reply))])
+    steps = _numbered_steps(raw)
+    return Reply(steps, raw, cost, parsed=bool(steps))
+
+
+def edit_step(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list[str] | str,
+              wrong: str) -> Reply[str | None]:
     """The released node editor: a rewritten last step (``<edit>yes</edit>Step n: ...``), or None to keep it.
 
     An answer without a readable ``<edit>`` tag keeps the step and counts as a parse failure.
     """
-    raw, cost = call_model(model, [HumanMessage(prompt.render("edit", problem=problem, steps="\n".join(steps),
-                                                              wrong=wrong))])
+    path = steps if isinstance(steps, str) else "\n".join(steps)
+    raw, cost = call_model(model, [HumanMessage(prompt.render("edit", problem=problem, steps=path, wrong=wrong))])
     match = re.search(r"<edit>\s*(yes|no)\s*</edit>(.*)", raw, re.I | re.S)
     if match is None:
         return Reply(None, raw, cost, parsed=False)

@@ -107,6 +107,14 @@ class RpmContext(Context):
         "How a re-roll-out's value is backed up: 'own', as a return of its own from the node it started from (one "
         "more visit); 'replace', in place of the roll-out's, from the simulated step (the released code); 'auto': "
         "own under rpm_selection=paper, replace under released."))
+    rpm_layout: Literal["codeforest", "released"] = Field(default="codeforest", description=(
+        "How the path is written into the prompts: one step per line, '(none)' for nothing (codeforest's), or as "
+        "the released code's node text: a line break before every step and after a proposed one, 'None' for "
+        "nothing, earlier proposals as 'History i:' lines after the prompt's 'history' sentence; the knowledge-base "
+        "query and the critic then read that text too."))
+    rpm_extract_steps: bool = Field(default=False, description=(
+        "True: after every roll-out, one more call breaks its reply into tagged steps (the released step extractor, "
+        "not in the paper); the code writer then implements that answer and the rolled steps are read from it."))
     rpm_ldb: bool = Field(default=True, description=(
         "True: locate the wrong step from a block-level trace of a failing test (the paper); False: from the "
         "evaluator's analysis (the released run config)."))
@@ -165,6 +173,26 @@ def question(problem: Problem) -> str:
 def steps_on(nodes: dict[str, NodeRecord], path: list[str]) -> list[str]:
     """The steps along a path, numbered as the prompts show them."""
     return [f"Step {i}: {nodes[n]['text']}" for i, n in enumerate((n for n in path if n != ROOT), 1)]
+
+
+def released_path(nodes: dict[str, NodeRecord], path: list[str]) -> str:
+    """The path as the released code writes a node's text (``node.y``): a line break before every step and after a
+    proposed one (a grafted step has none after it; an edited step is joined without any, as released)."""
+    text = ""
+    for i, node in enumerate((nodes[n] for n in path if n != ROOT), 1):
+        if node.get("replaced_thought"):
+            text += f"Step {i}: {node['text']}"
+        else:
+            text += f"\nStep {i}: {node['text']}" + ("" if node.get("grafted") else "\n")
+    return text
+
+
+def released_history(prompt, proposals: list[str], number: int) -> str:
+    """The earlier proposals of an expansion as the released prompt shows them (nothing before the first)."""
+    if not proposals:
+        return ""
+    head = prompt.render("history") if prompt.has("history") else ""
+    return head + "".join(f"History {j}: Step {number}: {p}\n.\n" for j, p in enumerate(proposals))
 
 
 def initial_value(step_score: float, kb_reward: float, context: RpmContext) -> float:
@@ -305,10 +333,13 @@ def expand(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel |
     problem, nodes, leaf = state["problem"], state["nodes"], state["path"][-1]
     llm, text = kit.chat_model(context, model), question(problem)
     steps, costs, proposals = steps_on(nodes, state["path"]), [], []
+    released, prompt = context.rpm_layout == "released", kit.prompt(context, "thinker_rpm")
+    path = released_path(nodes, state["path"])
     for i in range(context.rpm_width):
-        reply = thinker.next_step(_sampled(llm, context, problem, leaf, state["rollouts"], i),
-                                  kit.prompt(context, "thinker_rpm"), text, steps=steps, siblings=proposals,
-                                  reflection=nodes[leaf].get("reflection", ""))
+        shown = dict(steps=path or "None\n", siblings=released_history(prompt, proposals, len(steps) + 1),
+                     reflection=nodes[leaf].get("reflection", "") or "None\n") if released else \
+            dict(steps=steps, siblings=proposals, reflection=nodes[leaf].get("reflection", ""))
+        reply = thinker.next_step(_sampled(llm, context, problem, leaf, state["rollouts"], i), prompt, text, **shown)
         costs.append(reply.cost)
         if reply.value:
             proposals.append(reply.value)
@@ -318,9 +349,14 @@ def expand(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel |
     knowledge, base, children = _knowledge(context), kit.next_order(nodes), {}
     for j, i in enumerate(kept):
         path_steps = [*steps, f"Step {len(steps) + 1}: {proposals[i]}"]
-        k = knowledge.reward(text + "\n" + "\n".join(path_steps), state["topic"]) if knowledge else 0.0
+        if released:  # the child's released text: the query, and (stripped) what the critic reads
+            child_text = f"{path}\nStep {len(steps) + 1}: {proposals[i]}\n"
+            query, judged_steps = child_text, [child_text.strip()]
+        else:
+            query, judged_steps = "\n".join(path_steps), path_steps
+        k = knowledge.reward(text + "\n" + query, state["topic"]) if knowledge else 0.0
         judged = critic.score_steps(_sampled(llm, context, problem, leaf, state["rollouts"], "critic", j),
-                                    kit.prompt(context, "critic_rpm"), text, steps=path_steps)
+                                    kit.prompt(context, "critic_rpm"), text, steps=judged_steps)
         costs.append(judged.cost)
         child = kit.new_node(base + j, parent=nodes[leaf], kind="step", text=proposals[i], kb_reward=k,
                              step_score=judged.value, value=initial_value(judged.value, k, context), visits=0)
@@ -390,8 +426,10 @@ def revise(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel |
     wrong, updates, costs = f"{failure['code']}\n{state['reflection']}", {}, []  # the released code + "\n" + reflection
     own_steps = steps_on(nodes, search.path_to(nodes, chosen))
     if context.rpm_edit and failure["located"] == len(own_steps):  # the wrong step is the simulated one
+        shown = released_path(nodes, search.path_to(nodes, chosen)) if context.rpm_layout == "released" \
+            else own_steps
         edit = thinker.edit_step(_sampled(llm, context, problem, chosen, state["rollouts"], "edit"),
-                                 kit.prompt(context, "thinker_rpm"), text, steps=own_steps, wrong=wrong)
+                                 kit.prompt(context, "thinker_rpm"), text, steps=shown, wrong=wrong)
         costs.append(edit.cost)
         if edit.value:
             kit.emit("edited", node=chosen, old=nodes[chosen]["text"], new=edit.value)
@@ -475,10 +513,11 @@ def finalize(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel
     if chosen is None:
         return kit.finish_node(state, None, reason)
     problem = state["problem"]
-    steps = steps_on(state["nodes"], search.path_to(state["nodes"], chosen))
+    path = search.path_to(state["nodes"], chosen)
+    thoughts = released_path(state["nodes"], path) if context.rpm_layout == "released" else \
+        "\n".join(steps_on(state["nodes"], path))
     program = solver.write_code(_sampled(kit.chat_model(context, model), context, problem, chosen, "final"),
-                                kit.prompt(context, "solver_rpm"), problem, thoughts="\n".join(steps),
-                                shown=question(problem))
+                                kit.prompt(context, "solver_rpm"), problem, thoughts=thoughts, shown=question(problem))
     _, tested = kit.run_program(problem, program.value, context, chosen)
     out = kit.finish(state, chosen, program.value, tested["execution"], reason)
     return {**out, "nodes": {chosen: tested}, "cost": {**program.cost, **kit.PROGRAM_RUN}}
@@ -495,12 +534,21 @@ def _attempt(problem: Problem, context: RpmContext, llm: BaseChatModel, nodes: d
              steps: list[str], *, purpose: tuple, wrong: str | None = None) -> dict:
     """Roll ``steps`` out to complete steps, implement them, run the public tests, let the LLM score it."""
     text = question(problem)
+    shown = None
+    if context.rpm_layout == "released":
+        path = released_path(nodes, search.path_to(nodes, leaf))
+        shown = path if wrong is not None else path or "None\n"
     rolled = thinker.full_steps(_sampled(llm, context, problem, leaf, *purpose), kit.prompt(context, "thinker_rpm"),
-                                text, steps=steps, wrong=wrong)
-    every = steps + [f"Step {len(steps) + i}: {s}" for i, s in enumerate(rolled.value.rolled, 1)]
+                                text, steps=steps, wrong=wrong, shown=shown)
+    costs, thoughts, new_steps = [rolled.cost], "\n".join(rolled.value.written), rolled.value.rolled
+    if context.rpm_extract_steps:  # the released extractor's answer is what the code writer and the tree get
+        extracted = thinker.extract_steps(_sampled(llm, context, problem, leaf, *purpose, "extract"),
+                                          kit.prompt(context, "thinker_rpm"), rolled.raw)
+        costs.append(extracted.cost)
+        thoughts, new_steps = extracted.raw, [body for number, body in extracted.value if number > len(steps)]
+    every = steps + [f"Step {len(steps) + i}: {s}" for i, s in enumerate(new_steps, 1)]
     program = solver.write_code(_sampled(llm, context, problem, leaf, *purpose, "code"),
-                                kit.prompt(context, "solver_rpm"), problem, thoughts="\n".join(rolled.value.written),
-                                shown=text)
+                                kit.prompt(context, "solver_rpm"), problem, thoughts=thoughts, shown=text)
     result, tested = kit.run_program(problem, program.value, context, leaf)
     kit.keep({"nodes": {} if holds_passing(nodes[leaf]) else {leaf: tested}, "cost": kit.PROGRAM_RUN})
     pass_rate = result.pass_rate if result.total else 1.0  # no public tests: the evaluator decides
@@ -512,11 +560,11 @@ def _attempt(problem: Problem, context: RpmContext, llm: BaseChatModel, nodes: d
         pass_rate = 1.0 if judged.value >= context.rpm_success else 0.0  # the search sees the LLM only
     q = solution_value(pass_rate, judged.value, context) if context.rpm_exec_reward else judged.value
     kit.emit("reward", node=leaf, pass_rate=round(pass_rate, 3), llm=judged.value, value=round(q, 3))
-    return {"rolled": rolled.value.rolled, "every": every, "code": program.value, "result": result, "q": q,
+    return {"rolled": new_steps, "every": every, "code": program.value, "result": result, "q": q,
             "analysis": judged.analysis, "passed": pass_rate == 1.0,
             "success": pass_rate == 1.0 and judged.value >= context.rpm_success,
             "record": {**tested, "llm_score": judged.value},
-            "costs": [rolled.cost, {**program.cost, **kit.PROGRAM_RUN}, judged.cost]}
+            "costs": [*costs, {**program.cost, **kit.PROGRAM_RUN}, judged.cost]}
 
 
 def _solved(state: RpmState, context: RpmContext, nodes: dict[str, NodeRecord], leaf: str, tried: dict,

@@ -28,6 +28,7 @@ ROLES = [("based on the programming problem.", "topic"), ("correct **next step**
          ("act as an evaluator", "critic"), ("Wrong code and reflections:", "reroll"), ("<edit>yes</edit>", "edit"),
          ("complete all remaining steps", "roll"),
          ("code implementer", "code"), ("Test case debug information", "locate"),
+         ("break down each solution", "extract"),
          ("Execute results on test cases", "evaluate"), ("block by block", "blocks")]
 
 
@@ -581,3 +582,24 @@ def test_the_released_final_pick_walks_the_tree_depth_first():
     assert final_choice(nodes, "released") == "n4"
     nodes["n1"]["value"] = 9.0  # a tie at 9.0: the released getBestV takes the last in depth-first order
     assert final_choice(nodes, "released") == "n4" and final_choice(nodes, "paper") == "n4"
+
+
+def test_the_released_layout_and_step_extractor_write_the_prompts_as_released():
+    """rpm_layout=released: the path as the released node text ('None' before any step, a line break before each
+    step and after a proposed one), earlier proposals as 'History i:' lines; rpm_extract_steps: one more call after
+    the roll-out, whose answer the code writer implements and whose steps are grafted."""
+    script = Script(next=["Next step: Add one.", "Next step: Add two."],
+                    critic=["<score>8</score>", "<score>3</score>"], roll=["Step 1: Add one.\nStep 2: Return it."],
+                    extract=["<step>Step 1: Add one.</step>\n<step>Step 2: Return the sum.</step>"],
+                    code=[code("x + 1")], evaluate=["<evaluation>10</evaluation>"])
+    out = run(script, "", rpm_kb=False, rpm_filter=False, rpm_width=2, rpm_rollouts=1, rpm_layout="released",
+              rpm_extract_steps=True)
+    assert script.roles == ["next", "next", "critic", "critic", "roll", "extract", "code", "evaluate"]
+    first, second = script.prompts["next"]
+    assert first.endswith("Existing steps:\nNone\n\nAnalysis:\nNone\n\nSteps already proposed for this position:\n")
+    assert second.endswith("Steps already proposed for this position:\nHistory 0: Step 1: Add one.\n.\n")
+    assert script.prompts["roll"][0].endswith("Existing steps:\n\nStep 1: Add one.\n")
+    assert "Existing Steps:\nStep 1: Add one.\nScore:" in script.prompts["critic"][0]  # the child's text, stripped
+    assert "Complete answer:Step 1: Add one.\nStep 2: Return it." in script.prompts["extract"][0]
+    assert "<step>Step 2: Return the sum.</step>" in script.prompts["code"][0]
+    assert [n["text"] for n in out["nodes"].values() if n.get("grafted")] == ["Return the sum."]

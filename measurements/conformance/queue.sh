@@ -13,7 +13,10 @@ for dataset in humaneval apps; do
     "$here/codetree/record.sh" "$codetree" "$dataset" || echo "codetree $dataset: the recording stopped ($?)" >&2
     python "$here/codetree/replay.py" "$codetree" --dataset "$dataset" || echo "codetree $dataset: replay failed" >&2
 done
-[ -z "$rpm" ] || "$here/rpm_mcts/record.sh" "$rpm" || echo "rpm_mcts: the recording stopped ($?)" >&2
-[ -z "$rethink" ] || "$here/rethink_mcts/record.sh" "$rethink" || echo "rethink_mcts: the recording stopped ($?)" >&2
-[ -z "$codeprm" ] || "$here/codeprm/record.sh" "$codeprm" || echo "codeprm: the recording stopped ($?)" >&2
+for method in rpm_mcts rethink_mcts codeprm; do
+    case "$method" in rpm_mcts) checkout="$rpm" ;; rethink_mcts) checkout="$rethink" ;; codeprm) checkout="$codeprm" ;; esac
+    [ -n "$checkout" ] || continue
+    "$here/$method/record.sh" "$checkout" || echo "$method: the recording stopped ($?)" >&2
+    python "$here/$method/replay.py" "$checkout" || echo "$method: replay failed" >&2
+done
 python "$here/table.py" --readme

@@ -34,7 +34,7 @@ def rows(folder: Path, method: str) -> list[str]:
             f"| {name} ({dataset}) | {release} | {len(whole)} recorded whole{progress} | "
             f"{sum(r['matched'] for r in replayed)} / {sum(r['recorded_calls'] for r in replayed)} | "
             f"{'; '.join(diverged) or 'none'} | {sum(r['same_final_program'] for r in whole)} / {len(whole)} | "
-            f"{sum(r['same_shape'] for r in whole)} / {len(whole)} | "
+            f"{sum(bool(r.get('same_shape', r.get('same_selections'))) for r in whole)} / {len(whole)} | "
             f"{timing} |")
     return lines
 

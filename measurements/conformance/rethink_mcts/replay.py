@@ -1,0 +1,230 @@
+"""Replay the released RethinkMCTS's recorded calls into codeforest's RethinkMCTS graph and compare, problem by problem.
+
+    python measurements/conformance/rethink_mcts/replay.py CHECKOUT [--log ...] [--finals ...] [--ids ...]
+
+codeforest runs with the released code's settings (``RELEASED``: its prompts, read from CHECKOUT by
+released_prompts.py; its feedback layout, discount, width, rollouts, P-UCB constants, one rethink per node, the
+block analysis on, 1,024 output tokens per call, 10 s per test, text answers) against ``codeforest recorder``
+replaying the log. For each problem: the calls codeforest made that the log answered, of the calls the released
+code made (compared per request: each prompt asked as often, in any order); the first request the log could not
+answer (its role, and a diff against the nearest recorded request of that problem and role: a repr per line when
+they differ in line ends only), or, when codeforest asked fewer, the first recorded request it did not ask;
+whether the final programs are the same (the released one as its executor runs it: the text of its first
+```python block) and whether the trees have the same shape (the path each rollout selects, as positions among
+siblings from the root, ``root->0->2``, which the released run prints as ``selection_i``). The released paths
+come from the finals file (``selections``, written by record.sh) or from the released run's output
+(``--released-log``: record.sh's ``released.log``).
+Results go to ``humaneval.SUFFIX.jsonl`` and ``humaneval.SUFFIX.md`` (``--out-suffix``, default ``replay``: the
+files table.py reads) beside this script (``--out-dir``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import re
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from released_prompts import write as write_prompts  # beside this script
+
+from codeforest.api import solve
+from codeforest.bench import select_tasks
+from codeforest.jsonl import read_records
+from codeforest.loading import load_dataset
+from codeforest.recorder import Recorder, nearest, prompt_text, replay_key
+
+HERE = Path(__file__).parent
+DATASET = "humaneval164"  # the papers' HumanEval file, which record.sh gives the released code
+# The released code's settings (run.py's defaults and its constants), as codeforest's settings.
+RELEASED = {
+    "rethink_rollouts": 16,  # --rollout 16 (--max-sample-times 768 never binds)
+    "rethink_width": 3,  # --width 3
+    "rethink_c_base": 10.0, "rethink_c": 4.0,  # var_p_uct: --ucb-base 10, --ucb-constant 4
+    "rethink_gamma": 0.9,  # RethinkMCTS.gamma
+    "rethink_reward_a": 0.8, "rethink_reward_b": 0.2,  # estimate = 0.8 * pass rate + 0.2 * evaluation
+    "rethink_max_rethinks": 1,  # --max_think_times 2: one rethink, then an expansion with feedback
+    "rethink_feedback_layout": "released",  # one "Above is the combination of ..." text, reset_child's wording
+    "rethink_rethink": True, "rethink_verbal_feedback": True, "rethink_block_info": True,  # the LDB analysis on
+    "rethink_self_eval": True, "rethink_evaluator": "self_eval", "rethink_locate": "leaf",
+    "rethink_concurrency": 1,
+    "structured_output": False,  # the released text parsing
+    "temperature": 0.0,
+    "max_tokens": 1024,  # generate_response_api's max_length; the LDB chat sets none (a difference)
+    "test_timeout": 10.0,  # HumanevalExecutor: 10 s per test
+    "model": "gpt-4o-mini-2024-07-18", "api_key_env": "CONFORMANCE_KEY",
+}
+ROLES = {"Above is a problem to be solved": "Expansion", "provide new thoughts": "Expansion with feedback",
+         "Complete the Python program": "Simulation", "You are a evaluator": "Evaluation",
+         "You are an expert programmer.": "Rethink", "You are an expert programming assistant.": "LDB block analysis"}
+SELECTION = re.compile(r"^selection_\d+: \n(root.*)$", re.M)
+
+
+def role(key: str) -> str:
+    """The role that asked a request, read from its messages (the system message, else the instruction)."""
+    msgs = json.loads(key)["messages"]
+    system = msgs[0]["content"] if msgs and msgs[0]["role"] == "system" else ""
+    user = msgs[-1]["content"] if msgs else ""
+    for marker in ("You are a evaluator", "You are an expert programmer.", "You are an expert programming assistant."):
+        if system.startswith(marker):
+            return ROLES[marker]
+    return next((name for marker, name in ROLES.items() if marker in user), "unknown")
+
+
+def belongs(key: str, problem: dict) -> bool:
+    """Whether a request is about this problem: its entry point is defined in it."""
+    mark = f"def {problem['entry_point']}("
+    return any(mark in m["content"] for m in json.loads(key)["messages"])
+
+
+def shown(key: str) -> list[str]:
+    """A request's text as lines with their line ends, each as its repr (for differences diff cannot show)."""
+    return [repr(line) for line in prompt_text(key).splitlines(keepends=True)]
+
+
+def released_program(reply: str) -> str:
+    """The program the released executor runs for a reply (HumanevalExecutor._temp_run)."""
+    if "```python" in reply:
+        reply = reply.split("```python")[1].split("```")[0]
+    return reply
+
+
+def released_selections(log: Path) -> dict[str, list[str]]:
+    """Each problem's selected paths, from the released run's output (``Solving Problem #N``, ``selection_i``)."""
+    found: dict[str, list[str]] = {}
+    parts = re.split(r"^Solving Problem #(\d+)$", log.read_text(encoding="utf-8", errors="replace"), flags=re.M)
+    for number, text in zip(parts[1::2], parts[2::2], strict=True):
+        found[f"HumanEval/{number}"] = SELECTION.findall(text)
+    return found
+
+
+class Shape:
+    """codeforest's selected paths, as sibling positions, from its events (``node_created``, ``selected``)."""
+
+    def __init__(self):
+        self.position: dict[str, int] = {}
+        self.children: Counter = Counter()
+        self.paths: list[str] = []
+
+    def __call__(self, event: dict) -> None:
+        if event.get("event") == "node_created":
+            self.position[event["node"]] = self.children[event["parent"]]
+            self.children[event["parent"]] += 1
+        elif event.get("event") == "selected":
+            self.paths.append("->".join(["root", *(str(self.position.get(n, "?")) for n in event["path"][1:])]))
+
+
+def compare(task, recorded: list[str], asked: list[tuple[str, bool]], output: dict, final: dict | None,
+            selections: list[str] | None) -> dict:
+    """One problem's comparison."""
+    hits = [k for k, hit in asked if hit]
+    missed = next((k for k, hit in asked if not hit), None)
+    row = {"problem": task.id, "recorded_calls": len(recorded), "codeforest_calls": len(asked),
+           "matched": sum((Counter(hits) & Counter(recorded)).values()),
+           "same_order": hits == recorded[:len(hits)], "roles": dict(Counter(role(k) for k in recorded)),
+           "stop_reason": output.get("stop_reason"), "error": output.get("error"),
+           "wall_s": (output.get("cost") or {}).get("wall_s"), "recorded_whole": final is not None}
+    if missed:
+        same_role = [k for k in recorded if role(k) == role(missed)]  # the diff is against one of its own role
+        near, diff = nearest(missed, same_role or recorded)
+        if near is not None and not diff.strip():  # the texts differ in line ends only: show every line's repr
+            diff = "\n".join(difflib.unified_diff(shown(near), shown(missed), "recorded", "asked", lineterm=""))
+        row |= {"first_divergence": role(missed), "call": len(hits) + 1, "diff": diff,
+                "nearest_role": role(near) if near else None}
+    elif final is not None and row["matched"] < len(recorded):  # no miss, but fewer calls: the first one left out
+        left = Counter(hits)
+        for number, key in enumerate(recorded, 1):
+            if left[key]:
+                left[key] -= 1
+                continue
+            row |= {"first_divergence": f"{role(key)} not asked", "call": number,
+                    "diff": "\n".join(f"- {line}" for line in prompt_text(key).splitlines())}
+            break
+    mine = (output.get("final_code") or "").strip()
+    row["same_final_program"] = final is not None and mine == released_program(final["program"]).strip()
+    node = (output.get("nodes") or {}).get(output.get("final_node") or "", {})
+    row["final_value"] = {"released": final.get("train_reward") if final else None, "codeforest": node.get("reward")}
+    row["released_shape"], row["codeforest_shape"] = selections, output.get("paths", [])
+    row["same_shape"] = selections is not None and selections == row["codeforest_shape"]
+    return row
+
+
+def markdown(rows: list[dict], settings: dict) -> str:
+    """The per-problem table, the settings and each first divergence's diff."""
+    lines = ["| problem | calls matched / released | codeforest calls | first divergence | same final program | "
+             "its value, released / codeforest | same tree shape (rollouts) |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        first = f"{r['first_divergence']} (call {r['call']})" if r.get("first_divergence") else \
+            "none" if r["recorded_whole"] else "none so far (recording in progress)"
+        shape = "-" if r["released_shape"] is None else "yes" if r["same_shape"] else "no"
+        value = " / ".join("-" if v is None else f"{v:.4g}" for v in r["final_value"].values())
+        same = "yes" if r["same_final_program"] else "no" if r["recorded_whole"] else "-"
+        lines.append(f"| {r['problem']} | {r['matched']} / {r['recorded_calls']} | {r['codeforest_calls']} | {first} | "
+                     f"{same} | {value} | {shape} ({len(r['released_shape'] or [])} vs {len(r['codeforest_shape'])}) |")
+    lines += ["", "Settings: " + ", ".join(f"`{k}={v}`" for k, v in settings.items() if k != "api_key_env")]
+    for r in rows:
+        if r.get("diff"):
+            lines += ["", f"### {r['problem']}: {r['first_divergence']}, call {r['call']}", "", "```diff",
+                      r["diff"], "```"]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    """Replay, compare, write the results."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("checkout")
+    parser.add_argument("--log", help="default: humaneval.calls.jsonl beside this script")
+    parser.add_argument("--finals", help="default: humaneval.finals.jsonl beside this script")
+    parser.add_argument("--released-log", help="the released run's output, for the selected paths (record.sh's "
+                                               "released.log); default: the finals file's")
+    parser.add_argument("--ids", help="default: every problem of the log, in the dev sample's order")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds before each reply")
+    parser.add_argument("--out-suffix", default="replay", help="results go to humaneval.SUFFIX.jsonl and .md")
+    parser.add_argument("--out-dir", default=str(HERE), help="where the results go (default: beside this script)")
+    args = parser.parse_args()
+    log = Path(args.log or HERE / "humaneval.calls.jsonl")
+    finals_file = Path(args.finals or HERE / "humaneval.finals.jsonl")
+    os.environ.setdefault("CONFORMANCE_KEY", "replayed")
+    records = read_records(log)[0]
+    keys = [replay_key(r["request"]) for r in records]
+    finals = {f["task_id"]: f for f in (read_records(finals_file)[0] if finals_file.is_file() else [])}
+    selections = released_selections(Path(args.released_log)) if args.released_log else \
+        {task: f["selections"] for task, f in finals.items() if "selections" in f}
+    tasks = load_dataset(DATASET)
+    if args.ids:
+        tasks = select_tasks(tasks, problems=args.ids.split(","))
+    else:  # the problems the log holds, in the dev sample's order (the order the released run took them)
+        tasks = [t for t in select_tasks(tasks, sample=20, seed=5) if any(belongs(k, t.problem) for k in keys)]
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        prompts = write_prompts(Path(args.checkout), Path(folder) / "prompts")
+        settings = {**RELEASED, "prompts_dir": str(prompts)}
+        with Recorder(log, misses=Path(folder) / "misses.jsonl", delay=args.delay) as recorder:
+            for task in tasks:
+                recorded = [k for k in keys if belongs(k, task.problem)]
+                start = len(recorder.trace)
+                shape = Shape()
+                try:
+                    output = solve(task.problem, "rethink_mcts", context={**settings, "base_url": recorder.url},
+                                   on_event=shape)
+                except Exception as exc:  # noqa: BLE001 - a replay that ends in an error is a result too
+                    output = {"stop_reason": f"error: {exc}"}
+                output["paths"] = shape.paths
+                row = compare(task, recorded, recorder.trace[start:], output, finals.get(task.id),
+                              selections.get(task.id))
+                rows.append(row)
+                print(f"{task.id}: {row['matched']}/{row['recorded_calls']} matched, first divergence: "
+                      f"{row.get('first_divergence', 'none')} (call {row.get('call', '-')}), final "
+                      f"{'same' if row['same_final_program'] else 'different'}, shape "
+                      f"{'same' if row['same_shape'] else 'different'}", flush=True)
+    out = Path(args.out_dir)
+    name = f"humaneval.{args.out_suffix}"
+    (out / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    (out / f"{name}.md").write_text(markdown(rows, RELEASED), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
