@@ -22,7 +22,8 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from released_prompts import write as write_prompts  # beside this script
+from released_prompts import write as write_prompts  # beside this script (it puts replaykit on the path)
+from replaykit import divergence_sections
 
 from codeforest.api import run_config
 from codeforest.bench import select_tasks
@@ -143,10 +144,7 @@ def markdown(rows: list[dict]) -> str:
                      f"{'yes' if r['same_final_program'] else 'no' if whole else '-'} | "
                      f"{'yes' if r['same_selections'] else 'no'} ({same} of {shown} the same) | "
                      f"{'yes' if r['same_values'] else 'no'} ({r['released_values']} vs {r['codeforest_values']}) |")
-    for r in rows:
-        if r.get("diff"):
-            lines += ["", f"### {r['problem']}: {r['first_divergence']}, call {r['call']}", "", "```diff",
-                      r["diff"], "```"]
+    lines += divergence_sections(rows)
     return "\n".join(lines) + "\n"
 
 

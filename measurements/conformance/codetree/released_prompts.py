@@ -13,9 +13,10 @@ import ast
 import sys
 from pathlib import Path
 
-import yaml
+from codeforest.prompts import load_prompt
 
-from codeforest.prompts import check_prompts_dir, load_prompt
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # replaykit, beside the method folders
+from replaykit import prompts_command, write_prompts  # noqa: E402
 
 PREFIX = "\nWrap any code snippet with a pair of ``` code fences in your response.\n"  # generators/model.py
 STDIO = {"a function signature and its docstring": "a programming problem and its required input/output formats",
@@ -95,15 +96,8 @@ def prompts(checkout: Path) -> dict[str, dict]:
 
 def write(checkout: Path, out: Path) -> Path:
     """Write the prompt files into ``out`` and load them back (a broken one fails here)."""
-    out.mkdir(parents=True, exist_ok=True)
-    for name, content in prompts(checkout).items():
-        (out / f"{name}.yaml").write_text(yaml.safe_dump(content, allow_unicode=True, sort_keys=False, width=10**6),
-                                          encoding="utf-8")
-    check_prompts_dir(out)
-    return out
+    return write_prompts(prompts(checkout), out)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        raise SystemExit(__doc__)
-    print(write(Path(sys.argv[1]), Path(sys.argv[2])))
+    prompts_command(__doc__, write)

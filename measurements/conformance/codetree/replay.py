@@ -22,7 +22,8 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from released_prompts import write as write_prompts  # beside this script
+from released_prompts import write as write_prompts  # beside this script (it puts replaykit on the path)
+from replaykit import divergence_sections
 
 from codeforest.api import solve
 from codeforest.bench import select_tasks
@@ -123,10 +124,7 @@ def markdown(rows: list[dict]) -> str:
                      f"{'yes' if r['same_final_program'] else 'no' if r['recorded_whole'] else '-'} | "
                      f"{'yes' if r['same_shape'] else 'no'} "
                      f"({r['released_shape']} vs {r['codeforest_shape']}) |")
-    for r in rows:
-        if r.get("diff"):
-            lines += ["", f"### {r['problem']}: {r['first_divergence']}, call {r['call']}", "", "```diff",
-                      r["diff"], "```"]
+    lines += divergence_sections(rows)
     return "\n".join(lines) + "\n"
 
 

@@ -27,9 +27,8 @@ import ast
 import sys
 from pathlib import Path
 
-import yaml
-
-from codeforest.prompts import check_prompts_dir, load_prompt
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # replaykit, beside the method folders
+from replaykit import prompts_command, write_prompts  # noqa: E402
 
 STATE = "{problem}{thoughts}"  # tokenizer.decode(state): the problem and its "\nThought: ..." lines
 REPLY = "```python\n{code}\n```"  # the model's code reply, as the released code shows it
@@ -162,16 +161,8 @@ def message_sum(debug: ast.FunctionDef) -> ast.expr:
 
 def write(checkout: Path, out: Path) -> Path:
     """Write the prompt files into ``out`` and load them back (a broken one fails here)."""
-    out.mkdir(parents=True, exist_ok=True)
-    for name, content in prompts(checkout).items():
-        load_prompt(name)  # a packaged prompt of that name exists
-        (out / f"{name}.yaml").write_text(yaml.safe_dump(content, allow_unicode=True, sort_keys=False, width=10**6),
-                                          encoding="utf-8")
-    check_prompts_dir(out)
-    return out
+    return write_prompts(prompts(checkout), out)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        raise SystemExit(__doc__)
-    print(write(Path(sys.argv[1]), Path(sys.argv[2])))
+    prompts_command(__doc__, write)

@@ -29,7 +29,8 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from released_prompts import write as write_prompts  # beside this script
+from released_prompts import write as write_prompts  # beside this script (it puts replaykit on the path)
+from replaykit import divergence_sections
 
 from codeforest.api import solve
 from codeforest.bench import select_tasks
@@ -165,10 +166,7 @@ def markdown(rows: list[dict], settings: dict) -> str:
         lines.append(f"| {r['problem']} | {r['matched']} / {r['recorded_calls']} | {r['codeforest_calls']} | {first} | "
                      f"{same} | {value} | {shape} ({len(r['released_shape'] or [])} vs {len(r['codeforest_shape'])}) |")
     lines += ["", "Settings: " + ", ".join(f"`{k}={v}`" for k, v in settings.items() if k != "api_key_env")]
-    for r in rows:
-        if r.get("diff"):
-            lines += ["", f"### {r['problem']}: {r['first_divergence']}, call {r['call']}", "", "```diff",
-                      r["diff"], "```"]
+    lines += divergence_sections(rows)
     return "\n".join(lines) + "\n"
 
 

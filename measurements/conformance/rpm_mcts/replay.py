@@ -23,7 +23,8 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from released_prompts import write as write_prompts  # beside this script
+from released_prompts import write as write_prompts  # beside this script (it puts replaykit on the path)
+from replaykit import divergence_sections
 
 from codeforest.api import solve
 from codeforest.bench import select_tasks
@@ -160,11 +161,8 @@ def markdown(rows: list[dict]) -> str:
                      f"{'yes' if r['same_final_program'] else 'no' if whole else '-'} | "
                      f"{'yes' if r['same_shape'] else 'no'} ({r['released_shape']} vs {r['codeforest_shape']}) | "
                      f"{'yes' if r['same_values'] else 'no'} |")
-    for r in rows:
-        if r.get("diff"):
-            lines += ["", f"### {r['problem']}: {r['first_divergence']}, call {r['call']}", "",
-                      f"The released code's call at this point: {r['released_next']}. The diff is against the "
-                      "nearest recorded request of this problem.", "", "```diff", r["diff"], "```"]
+    lines += divergence_sections(rows, lambda r: f"The released code's call at this point: {r['released_next']}. "
+                                 "The diff is against the nearest recorded request of this problem.")
     return "\n".join(lines) + "\n"
 
 
