@@ -29,6 +29,18 @@ SKIP_THOUGHT = "skip one thought step"  # CodePRM's released stand-in for a thou
 ECHO_MIN_CHARS = 20  # shorter text may occur in a prompt's wording by chance
 
 
+def parse_released(text: str, limit: int) -> list[str]:
+    """The released CodeTree's reading (``parse_strategy``): on each line of 5 characters or more, the text after
+    its first "N." anywhere (or a leading "<N>"), as written; blank items dropped, at most ``limit``. Unanchored, it
+    also reads "-1. The given..." inside a sentence as an item, as the released code does."""
+    items = []
+    for line in (line for line in text.splitlines() if line.strip() and len(line) >= MIN_ITEM_CHARS):
+        found = re.search(r"^\s*<\d+>(.*)", line.strip()) or re.search(r"\d+\.(.*)", line.strip())
+        if found and found.group(1).strip():
+            items.append(found.group(1))
+    return items[:limit]
+
+
 def parse_numbered(text: str, limit: int) -> list[str]:
     """Numbered lines ("1. ...", "2) ...", "<3> ...") as a list, short ones dropped, at most ``limit``."""
     items = []
@@ -40,26 +52,27 @@ def parse_numbered(text: str, limit: int) -> list[str]:
 
 
 def _ask(model: BaseChatModel, prompt: Prompt, mode: str, system: str, user: str | list[str], width: int,
-         fixed: int | None) -> Reply[list[str]]:
+         fixed: int | None, released: bool = False) -> Reply[list[str]]:
     if fixed is None:  # the template carries its own separator (the released strategy prompt has none)
         system += prompt.render(f"{mode}.dynamic")
     users = [user] if isinstance(user, str) else user
     raw, cost = call_model(model, [SystemMessage(system), *map(HumanMessage, users)])
-    items = parse_numbered(raw, width)
+    items = parse_released(raw, width) if released else parse_numbered(raw, width)
     return Reply(items, raw, cost, parsed=bool(items))
 
 
 def strategies(model: BaseChatModel, prompt: Prompt, problem: Problem, *, width: int = 10,
-               fixed: int | None = None) -> Reply[list[str]]:
+               fixed: int | None = None, released: bool = False) -> Reply[list[str]]:
     """Strategies for the problem: the model decides how many (capped at ``width``), or exactly ``fixed``."""
     k = str(fixed) if fixed is not None else DYNAMIC["strategy"]
     system = prompt.render(f"strategy.system.{problem['kind']}", k=k)
     user = prompt.render("strategy.user", problem=problem["prompt"])
-    return _ask(model, prompt, "strategy", system, user, width, fixed)
+    return _ask(model, prompt, "strategy", system, user, width, fixed, released)
 
 
 def reflections(model: BaseChatModel, prompt: Prompt, problem: Problem, *, strategy: str, code: str,
-                feedback: str, width: int = 10, fixed: int | None = None) -> Reply[list[str]]:
+                feedback: str, width: int = 10, fixed: int | None = None,
+                released: bool = False) -> Reply[list[str]]:
     """Reflections on a node's code and feedback, each a complete fix plan."""
     k = str(fixed) if fixed is not None else DYNAMIC["reflection"]
     split = f"reflection.system.{problem['kind']}"  # a file may word it per problem kind, as the released code
@@ -68,7 +81,7 @@ def reflections(model: BaseChatModel, prompt: Prompt, problem: Problem, *, strat
     user = [prompt.render("reflection.user", **values)]
     if prompt.has("reflection.results"):  # the test results as a user message of their own, as released
         user.append(prompt.render("reflection.results", **values))
-    return _ask(model, prompt, "reflection", system, user, width, fixed)
+    return _ask(model, prompt, "reflection", system, user, width, fixed, released)
 
 
 def self_reflection(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code: str,

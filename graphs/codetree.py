@@ -75,6 +75,10 @@ class CodeTreeContext(VerifierContext):
         "failure with the value returned or the error), or the released executors' text (Tested passed / Tests "
         "failed, each failing assert with the value it printed; a syntax error reads 'True'), which a "
         "replay of the released code needs."))
+    codetree_parse: Literal["lines", "released"] = Field(default="lines", description=(
+        "How the Thinker's numbered strategies and reflections are read: 'lines', each line starting with its "
+        "number, stripped; 'released', the text after the first 'N.' anywhere on a line, as written (it also takes "
+        "'-1. The given...' inside a sentence for an item, as the released code does)."))
     codetree_partial_credit: bool = Field(default=True, description=(
         "True: a failing node's value starts from the fraction of visible tests it passes (the paper's execution "
         "score); false: a standard-input problem's failing node starts from 0 whatever it passes, as in the released "
@@ -210,11 +214,12 @@ def think(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: BaseCh
     context = kit.settings(runtime, CONTEXT)
     fixed = width(context) if variant(context) else None
     llm, prompt = kit.chat_model(context, model), kit.prompt(context, "thinker")
-    ideas = thinker.strategies(llm, prompt, state["problem"], width=width(context), fixed=fixed)
+    released = context.codetree_parse == "released"
+    ideas = thinker.strategies(llm, prompt, state["problem"], width=width(context), fixed=fixed, released=released)
     if context.codetree_order == "list" and len(ideas.value) < width(context):
         missing = width(context) - len(ideas.value)
         careful = {**state["problem"], "prompt": state["problem"]["prompt"] + THINK_AGAIN}
-        again = thinker.strategies(llm, prompt, careful, width=missing, fixed=missing)
+        again = thinker.strategies(llm, prompt, careful, width=missing, fixed=missing, released=released)
         ideas.value, ideas.cost = ideas.value + again.value, total_cost([ideas.cost, again.cost])
     nodes: dict[str, NodeRecord] = {}
     for i, strategy in enumerate(ideas.value or [""]):  # nothing readable: one node solved without a hint
@@ -390,7 +395,7 @@ def reflect(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: Base
     fixed = width(context) if variant(context) else None
     ideas = thinker.reflections(kit.chat_model(context, model), kit.prompt(context, "thinker"), state["problem"],
                                 strategy=node["strategy"], code=node["code"], feedback=node["feedback"],
-                                width=width(context), fixed=fixed)
+                                width=width(context), fixed=fixed, released=context.codetree_parse == "released")
     base = kit.next_order(state["nodes"])
     children: dict[str, NodeRecord] = {}
     for i, reflection in enumerate(ideas.value):

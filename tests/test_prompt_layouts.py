@@ -62,3 +62,16 @@ def test_a_verdicts_analysis_is_its_lines_but_the_last_without_blank_ones_or_the
     assert critic.text_analysis("It misses the end.\n\nFalse") == "It misses the end."
     assert critic.text_analysis("False") == "False"
     assert critic.text_analysis("") == ""
+
+
+def test_the_released_numbered_list_reading_keeps_items_as_written_and_reads_numbers_inside_lines():
+    """codetree_parse=released: after the first "N." of any line of 5 characters or more, as written (leading space
+    kept); "-1. The given..." inside a sentence is an item too, as in the released run on HumanEval/135."""
+    reply = ("1. **Issue**: it returns too early.\n2.Fix the loop bound.\n```python\n    no such element exists"
+             " then return -1. The given array will not contain\n```\n3.\nok")
+    assert thinker.parse_released(reply, 10) == [" **Issue**: it returns too early.", "Fix the loop bound.",
+                                                 " The given array will not contain"]
+    assert thinker.parse_numbered(reply, 10) == ["**Issue**: it returns too early.", "Fix the loop bound."]
+    model = ScriptedChatModel.of(reply)
+    assert thinker.strategies(model, load_prompt("thinker"), PROBLEM, released=True).value[0] == \
+        " **Issue**: it returns too early."

@@ -72,12 +72,12 @@ def prompts(checkout: Path) -> dict[str, dict]:
                          "dynamic": utils["Prompt_flexible"], "user": "{problem}"},
             "reflection": {"system": {"function": PREFIX + reflection, "stdio": PREFIX + stdio(reflection)},
                            "dynamic": utils["Prompt_flexible"],
-                           "user": "[problem] {problem}\n\n[proposed strategy] {strategy}\n```python\n{code}\n```\n",
+                           "user": "[problem] {problem}\n\n[proposed strategy]{strategy}\n```python\n{code}\n```\n",
                            "results": "[unit test results]:\n{feedback}"}}},
         "solver": {"inputs": ["problem", "hint", "thoughts"], "templates": {
             "system": {"function": code_system("PY_SIMPLE_CHAT_INSTRUCTION", False),
                        "stdio": code_system("PY_SIMPLE_CHAT_INSTRUCTION", True)},
-            "user": "{problem}", "user_with_hint": "{problem}" + hint + " {hint}\n",
+            "user": "{problem}", "user_with_hint": "{problem}" + hint + "{hint}\n",
             "user_with_thoughts": load_prompt("solver").templates["user_with_thoughts"]}},
         "debugger": {"inputs": ["problem", "code", "feedback", "reflection"], "templates": {
             "system": {"function": code_system("PY_REFLEXION_CHAT_INSTRUCTION", False),
@@ -86,7 +86,7 @@ def prompts(checkout: Path) -> dict[str, dict]:
             "previous": "```python\n{code}\n```",
             "results": ("[unit test results from previous implement]:\n{feedback}\n\n"
                         "[reflection on previous implement]:\n"),
-            "reflection": " {reflection}\n", "improve": "[improved implement]:\n"}},
+            "reflection": "{reflection}\n", "improve": "[improved implement]:\n"}},
         "critic": {"inputs": ["problem", "code", "feedback"], "templates": {
             "score": {"system": PREFIX + tests_system(checkout / "generators/generator_utils.py"),
                       "user": judged + "\n{feedback}"},
