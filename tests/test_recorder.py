@@ -70,11 +70,11 @@ def test_a_recording_stopped_half_way_resumes_from_its_log(tmp_path):
 
 
 def test_a_model_named_by_its_path_is_recorded_by_its_file_name(tmp_path):
-    log = tmp_path / "calls.jsonl"
+    log, models = tmp_path / "calls.jsonl", tmp_path / "home" / ".cache" / "models"
     with ScriptedEndpoint(["fine"]) as model, Recorder(log, upstream=model.url) as recorder:
         httpx.post(recorder.url + "/chat/completions", timeout=30, json={
-            "model": "/home/someone/.cache/models/coder.gguf", "messages": [{"role": "user", "content": "x"}]})
-    assert read_records(log)[0][0]["response"]["model"] == "coder.gguf" and "/home" not in log.read_text()
+            "model": str(models / "coder.gguf"), "messages": [{"role": "user", "content": "x"}]})
+    assert read_records(log)[0][0]["response"]["model"] == "coder.gguf" and str(models) not in log.read_text()
 
 
 def test_an_upstream_error_passes_through_unrecorded(tmp_path):
