@@ -89,6 +89,15 @@ def _limited(model, msgs: list[BaseMessage], role: str):
     return model.bind(max_tokens=limit)
 
 
+def without_output_limit(model):
+    """The model asking with no ``max_tokens`` (the endpoint's context is the only limit)."""
+    if isinstance(model, BaseChatModel) and "max_tokens" in type(model).model_fields:
+        unlimited = model.model_copy(update={"max_tokens": None})
+        unlimited.__dict__.pop("_serialized", None)  # the original's cached key, which holds its limit
+        return unlimited
+    return model
+
+
 def _check_budget() -> None:
     left = _LEFT.get()
     if left is None:
@@ -175,6 +184,17 @@ def call_model(model: BaseChatModel, msgs: list[BaseMessage], role: str = "text"
     ``role`` 'code' (a program) or 'text' picks the output limit when per-role limits are on."""
     reply = _invoke(_limited(model, msgs, role), msgs, model)
     return reply_text(reply), _record(usage_cost(reply))
+
+
+def call_model_choices(model: BaseChatModel, msgs: list[BaseMessage], n: int, **settings) -> tuple[list[str], dict]:
+    """One request for ``n`` replies (the endpoint's ``n``; ``settings`` such as the temperature go with it): the
+    texts of the replies the endpoint gave, and the call's cost."""
+    from langchain_core.runnables import RunnableLambda
+
+    result = _invoke(RunnableLambda(lambda m: model.generate([m], n=n, **settings)), msgs, model)
+    choices = result.generations[0] if result.generations else []
+    cost = usage_cost(choices[0].message) if choices else {"llm_calls": 1, "prompt_tokens": 0, "completion_tokens": 0}
+    return [reply_text(c.message) for c in choices], _record(cost)
 
 
 def reply_text(reply: BaseMessage) -> str:

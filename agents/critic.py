@@ -6,9 +6,17 @@ import json
 import re
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from codeforest.agents.base import Reply, call_model, messages, render_formatted, structured_call, with_system
+from codeforest.agents.base import (
+    Reply,
+    call_model,
+    messages,
+    render_formatted,
+    structured_call,
+    with_system,
+    without_output_limit,
+)
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
 
@@ -98,15 +106,19 @@ BLOCKS_SCHEMA = {"title": "BlockAnalysis", "description": "Each traced block jud
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
-def parse_evaluation(text: str) -> float | None:
-    """The first number in the reply (the released code's rule), clamped to [-1, 1]."""
+def parse_evaluation(text: str, clamp: bool = True) -> float | None:
+    """The first number in the reply (the released code's rule), clamped to [-1, 1] unless ``clamp`` is off (the
+    released code uses it as written)."""
     match = _NUMBER.search(text)
-    return None if match is None else max(-1.0, min(1.0, float(match.group())))
+    if match is None:
+        return None
+    return max(-1.0, min(1.0, float(match.group()))) if clamp else float(match.group())
 
 
 def self_evaluate(model: BaseChatModel, prompt: Prompt, problem: Problem, *, thoughts: str, code: str,
-                  structured: bool = False) -> Reply[float]:
-    """RethinkMCTS's self-evaluation v_llm ∈ [-1, 1] of a program passing the public tests (unreadable: 0.0)."""
+                  structured: bool = False, clamp: bool = True) -> Reply[float]:
+    """RethinkMCTS's self-evaluation v_llm ∈ [-1, 1] of a program passing the public tests (unreadable: 0.0;
+    ``clamp`` off: the number as written)."""
     user, structured = render_formatted(prompt, "self_eval", "self_eval_format", structured,
                                         problem=problem["prompt"], thoughts=thoughts, code=code)
     parsed, raw, cost = structured_call(model, with_system(prompt, user, "self_eval_system"), SELF_EVAL_SCHEMA,
@@ -114,7 +126,7 @@ def self_evaluate(model: BaseChatModel, prompt: Prompt, problem: Problem, *, tho
     if parsed is not None and isinstance(parsed.get("evaluation"), int | float):
         value = max(-1.0, min(1.0, float(parsed["evaluation"])))
         return Reply(value, raw, cost, analysis=str(parsed.get("explanation", "")))
-    value = parse_evaluation(raw)
+    value = parse_evaluation(raw, clamp)
     if value is None:
         return Reply(0.0, raw, cost, parsed=False, analysis=raw.strip())
     return Reply(value, raw, cost, analysis=raw.strip())
@@ -130,6 +142,21 @@ def analyze_blocks(model: BaseChatModel, prompt: Prompt, problem: Problem, *, co
     if parsed is not None and isinstance(parsed.get("blocks"), list):
         return Reply("\n".join(json.dumps(b) for b in parsed["blocks"]), raw, cost)
     return Reply(raw.strip(), raw, cost)
+
+
+LDB_STOPS = ["[debug end]", "Here is the updated code:"]  # the released LDB chat's stop strings
+
+
+def analyze_blocks_released(model: BaseChatModel, prompt: Prompt, *, problem: str, thoughts: str, program: str,
+                            failed_test: str, trace: str) -> Reply[str]:
+    """LDB's block analysis as the released RethinkMCTS asks for it: a chat of the system message, the task with
+    the problem and ``thoughts``, the ``program`` as the model's own answer, and the failed test with the ``trace``
+    blocks; with its stop strings, ``top_p`` 1, ``n`` 1 and no output limit. The reply is kept as written."""
+    chat = [SystemMessage(prompt.render("blocks_system")),
+            HumanMessage(prompt.render("blocks_task", problem=problem, thoughts=thoughts)), AIMessage(program),
+            HumanMessage(prompt.render("blocks_released", failed_test=failed_test, trace=trace))]
+    raw, cost = call_model(without_output_limit(model).bind(stop=LDB_STOPS, top_p=1, n=1), chat)
+    return Reply(raw, raw, cost)
 
 
 def _tagged_number(text: str, tag: str) -> float | None:

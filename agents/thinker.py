@@ -12,12 +12,20 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from codeforest.agents.base import Reply, call_model, messages, render_formatted, structured_call, with_system
+from codeforest.agents.base import (
+    Reply,
+    call_model,
+    call_model_choices,
+    messages,
+    render_formatted,
+    structured_call,
+    with_system,
+)
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
 from codeforest.tools.kb_topics import TOPICS
@@ -130,6 +138,25 @@ def parse_thoughts(text: str, width: int) -> list[tuple[str, float]]:
     return items[:width]
 
 
+def parse_released_thoughts(text: str, find_list: bool = False) -> list[tuple[str, float]] | None:
+    """A thought list read as the released RethinkMCTS and CodePRM code reads it: the text of its ```json block if
+    any (``find_list``, CodePRM: then the first ``[{...}]`` in it), wrapped in ``[]`` when it does not start with
+    one; each item's ``Thought-i`` (``i`` its place, from 1) as written and its ``Reasonableness``. ``None`` when
+    any of that fails (the released fallback), whatever the items before it held."""
+    if "```json" in text:
+        text = text.split("```json")[1].split("```")[0]
+    try:
+        listed = re.search(r"\[\s*{.*?}\s*\]", text, re.S) if find_list else None
+        if listed:
+            text = listed.group(0)
+        elif text.strip()[0] != "[":
+            text = "[" + text + "]"
+        items = [(entry[f"Thought-{i}"], entry["Reasonableness"]) for i, entry in enumerate(json.loads(text), 1)]
+        return [("" + thought, as_prior(prior)) for thought, prior in items]  # "" +: a thought must be a string
+    except (IndexError, KeyError, TypeError, json.JSONDecodeError):
+        return None
+
+
 def as_prior(value) -> float:
     """A thought's reasonableness as a number; 1.0 (the released fallback) when it is none, or not finite."""
     try:
@@ -155,16 +182,25 @@ def echoed(thought: str, words: str) -> bool:
 
 def thoughts(model: BaseChatModel, prompt: Prompt, problem: Problem, *, previous: str, width: int = 3,
              code: str | None = None, feedback: str | None = None, structured: bool = False,
-             feedback_key: str = "expand_with_feedback") -> Reply[list[tuple[str, float]]]:
+             feedback_key: str = "expand_with_feedback",
+             released: Literal["rethink", "codeprm"] | None = None) -> Reply[list[tuple[str, float]]]:
     """``width`` next (thought, prior) pairs, from the problem and the thoughts so far (and feedback, if any,
     through the ``feedback_key`` template).
 
     Unreadable replies take the released code's fallback: ``width`` empty thoughts with prior 1.0; so does a
-    reply whose every thought copies the prompt's example answer (copied ones are dropped).
+    reply whose every thought copies the prompt's example answer (copied ones are dropped). ``released`` reads
+    the list as that released code does instead (``parse_released_thoughts``): every thought as written.
     """
     key = "expand" if feedback is None else feedback_key
-    user, structured = render_formatted(prompt, key, "answer_format", structured, problem=problem["prompt"],
-                                        thoughts=previous, width=width, code=code or "", feedback=feedback or "")
+    user, structured = render_formatted(prompt, key, "answer_format", structured and not released,
+                                        problem=problem["prompt"], thoughts=previous, width=width, code=code or "",
+                                        feedback=feedback or "")
+    if released:
+        raw, cost = call_model(model, with_system(prompt, user))
+        items = parse_released_thoughts(raw, find_list=released == "codeprm")
+        if items is None:
+            return Reply([("\n", 1.0)] * width, raw, cost, parsed=False)
+        return Reply(items, raw, cost)
     schema = {"title": "Thoughts", "description": "Next thoughts with their reasonableness.", "type": "object",
               "properties": {"thoughts": {"type": "array", "items": THOUGHTS_SCHEMA_ITEM, "minItems": 1,
                                           "maxItems": width}},
@@ -321,13 +357,44 @@ def edit_step(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list
 
 
 def one_thought(model: BaseChatModel, prompt: Prompt, problem: Problem, *, previous: str, code: str | None = None,
-                feedback: str | None = None) -> Reply[tuple[str, float] | None]:
+                feedback: str | None = None, released: bool = False) -> Reply[tuple[str, float] | None]:
     """CodePRM's fallback when a thought list cannot be read: one sampled {"Thought", "Reasonableness"} (the
-    caller binds the temperature and seed); ``None`` when this answer cannot be read either."""
+    caller binds the temperature and seed); ``None`` when this answer cannot be read either. ``released``: the
+    reply (or its ```json block) must be that object alone, and its thought is kept as written."""
+    raw, cost = call_model(model, one_thought_prompt(prompt, problem, previous, code, feedback))
+    value = read_one_thought(raw, prompt, "one" if feedback is None else "one_with_feedback", released)
+    return Reply(value, raw, cost, parsed=value is not None)
+
+
+def one_thought_prompt(prompt: Prompt, problem: Problem, previous: str, code: str | None,
+                       feedback: str | None) -> list:
+    """The messages asking for one {"Thought", "Reasonableness"}."""
     key = "one_with_feedback" if feedback is not None else "one"
-    raw, cost = call_model(model, with_system(prompt, prompt.render(key, problem=problem["prompt"], thoughts=previous,
-                                                                    code=code or "", feedback=feedback or "")))
+    return with_system(prompt, prompt.render(key, problem=problem["prompt"], thoughts=previous, code=code or "",
+                                             feedback=feedback or ""))
+
+
+def sampled_thoughts(model: BaseChatModel, prompt: Prompt, problem: Problem, *, previous: str, n: int,
+                     code: str | None = None, feedback: str | None = None, released: bool = False,
+                     **settings) -> Reply[list[tuple[str, float] | None]]:
+    """CodePRM's fallback as released: one request for ``n`` single thoughts (``settings``: its temperature and
+    output limit, no seed), one reading per reply the endpoint gave."""
+    replies, cost = call_model_choices(model, one_thought_prompt(prompt, problem, previous, code, feedback), n,
+                                       **settings)
+    key = "one" if feedback is None else "one_with_feedback"
+    values = [read_one_thought(raw, prompt, key, released) for raw in replies]
+    return Reply(values, "\n\n".join(replies), cost, parsed=bool(values) and all(values))
+
+
+def read_one_thought(raw: str, prompt: Prompt, key: str, released: bool) -> tuple[str, float] | None:
+    """One {"Thought", "Reasonableness"} answer; ``None`` when it cannot be read (or copies the prompt's example)."""
     body = raw.split("```json")[1].split("```")[0] if "```json" in raw else raw
+    if released:
+        try:
+            loaded = json.loads(body)
+            return "" + loaded["Thought"], as_prior(loaded["Reasonableness"])
+        except (json.JSONDecodeError, KeyError, TypeError):
+            return None
     match = re.search(r"\{.*\}", body, re.S)
     try:
         loaded = json.loads(match.group(0)) if match else None
@@ -337,7 +404,7 @@ def one_thought(model: BaseChatModel, prompt: Prompt, problem: Problem, *, previ
         value = None
     if value is not None and (not value[0] or echoed(value[0], own_words(prompt, key))):
         value = None
-    return Reply(value, raw, cost, parsed=value is not None)
+    return value
 
 
 def chain_step(model: BaseChatModel, prompt: Prompt, problem: Problem, *, previous: str) -> Reply[str]:

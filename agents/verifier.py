@@ -78,23 +78,26 @@ def parse_scores(text: str, count: int) -> list[float] | None:
     return [min(1.0, max(0.0, s)) for s in scores[:count]]
 
 
-def parse_location(text: str, count: int) -> int | None:
-    """The 0-based thought a locator reply names: its ``"problematic id"``, else its first number (the
-    released reading); ``None`` when that is not one of the ``count`` thoughts."""
-    named = re.search(r'problematic id"?\s*:\s*(\d+)', text, flags=re.I) or re.search(r"(\d+)", text)
-    if named is None:
-        return None
-    position = int(named.group(1)) - 1
+def parse_location(text: str, count: int, released: bool = False) -> int | None:
+    """The 0-based thought a locator reply names: its ``"problematic id"``, else its first number; ``released``:
+    the first number anywhere, as the released code reads it (``-?\\d+\\.?\\d*``, cut to an integer). ``None``
+    when that is not one of the ``count`` thoughts."""
+    if released:
+        first = re.search(r"-?\d+\.?\d*", text)
+        position = int(float(first.group())) - 1 if first else -1
+    else:
+        named = re.search(r'problematic id"?\s*:\s*(\d+)', text, flags=re.I) or re.search(r"(\d+)", text)
+        position = int(named.group(1)) - 1 if named else -1
     return position if 0 <= position < count else None
 
 
 def locate_flawed(model: BaseChatModel, prompt: Prompt, *, state: str, code: str, feedback: str,
-                  count: int) -> Reply[int]:
+                  count: int, released: bool = False) -> Reply[int]:
     """The thought (0-based) the model names as the flawed one; an unreadable or out-of-range answer is the
     last thought, as released, and is counted as a parse failure."""
     raw, cost = call_model(model, messages(prompt.render("system"),
                                            prompt.render("locate", state=state, code=code, feedback=feedback)))
-    position = parse_location(raw, count)
+    position = parse_location(raw, count, released)
     if position is None:
         return Reply(count - 1, raw, cost, parsed=False)
     return Reply(position, raw, cost)

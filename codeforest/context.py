@@ -222,3 +222,19 @@ class VerifierContext(Context):
     def verifier_context(self) -> Context:
         """The context the LLM Verifier talks through: this one, or its own endpoint's."""
         return own_endpoint(self, self.verifier_model, self.verifier_base_url, self.verifier_api_key_env)
+
+
+class ThoughtTreeContext(VerifierContext):
+    """How the thought-tree MCTS searches (RethinkMCTS, GVR) read the model's thoughts and show them again."""
+
+    released_text: bool = Field(default=False, description=(
+        "Read thoughts and write them back into later prompts exactly as the released RethinkMCTS and CodePRM code "
+        "does: a thought list must use the keys Thought-1, Thought-2... in order (else the fallback), every thought "
+        "is kept as written (its leading space, copies of the prompt's example, more than the width), a blank "
+        "fallback stays in the state as a line break, a rewritten thought is the reply as written, and the locator's "
+        "answer is the first number in its reply. Off: replies are read leniently and cleaned."))
+    code_shown: Literal["program", "reply"] = Field(default="program", description=(
+        "The code later prompts show (the rethink, the self-evaluation, the Verifier, the locator, the refine, the "
+        "expansion after failing code): the program taken from the Solver's reply, or the whole reply, as the "
+        "released code does (the same for a reply that is one code block; the packaged templates fence {code}, so "
+        "'reply' is meant for a prompts folder that does not, such as the released wording)."))

@@ -61,7 +61,7 @@ def flawed_thoughts(mode: str, context: VerifierContext, llm: BaseChatModel, pro
         return [random.Random(key).randrange(len(thoughts))], None, {}
     if mode == "llm_locate":
         reply = locate_flawed(llm, prompt(context, "verifier"), state=shown, code=code, feedback=feedback,
-                              count=len(thoughts))
+                              count=len(thoughts), released=getattr(context, "released_text", False))
         return [reply.value], None, reply.cost
     cost: dict = {}
     if scores is None:
@@ -89,9 +89,15 @@ def below(scores: list[float], threshold: float, rule: str = "le") -> list[int]:
     return [i for i, s in enumerate(scores) if (s <= threshold if rule == "le" else s < threshold)]
 
 
-def refined_thought(node: dict, text: str) -> dict | None:
+def refined_thought(node: dict, text: str, raw: str | None = None) -> dict | None:
     """A thought node's update when a refinement replaces its text (the first text kept); ``None`` for an empty
-    replacement, which would drop the thought out of every prompt and renumber the others, so the thought stays."""
+    replacement, which would drop the thought out of every prompt and renumber the others, so the thought stays.
+    ``raw`` (released_text): the refine reply as written becomes the state's text, as the released code keeps it
+    (``\\nThought: `` put before a reply without ``Thought:``), even when empty."""
+    if raw is not None:
+        action = raw if "Thought:" in raw else f"\nThought: {raw}"
+        return {"text": text or node["text"], "action": action, "refined": node.get("refined", 0) + 1,
+                "replaced_thought": node.get("replaced_thought", node["text"])}
     if not text:
         return None
     return {"text": text, "refined": node.get("refined", 0) + 1,

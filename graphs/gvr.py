@@ -37,10 +37,11 @@ from pydantic import Field
 
 from codeforest.agents import rethink, solver, thinker
 from codeforest.agents.verifier import thoughts_state, verify
-from codeforest.context import VerifierContext
+from codeforest.context import ThoughtTreeContext
 from codeforest.cost import total_cost
 from codeforest.graphs import codeprm, kit, mcts, search, selection
 from codeforest.graphs.state import NodeRecord, SearchState
+from codeforest.tools.released_exec import CODEPRM_LABEL, released_failures
 from codeforest.tools.testing import prm_feedback
 
 BUDGET_UNIT = "rollouts"
@@ -48,7 +49,7 @@ ROOT = kit.ROOT
 FALLBACK_TEMPERATURE = 0.7  # the released code samples single thoughts when the list cannot be read
 
 
-class GvrContext(VerifierContext):
+class GvrContext(ThoughtTreeContext):
     """GVR-MCTS's settings (SPEC-codetree-bester-codeprm.md §3.4-3.5): the paper's and released code's defaults."""
 
     gvr_rollouts: int = Field(default=16, ge=1, description="GVR-MCTS budget: rollouts (16).")
@@ -70,6 +71,14 @@ class GvrContext(VerifierContext):
         "rate alone (pub_test, the released code's default)."))
     gvr_prm_agg: Literal["max", "min", "mean", "last"] = Field(default="max", description=(
         "How step scores become one reward (the released code: max)."))
+    gvr_fallback: Literal["per_thought", "one_request"] = Field(default="per_thought", description=(
+        "When a thought list cannot be read, the single thoughts that replace it are asked for: one request each, "
+        "seeded (a rerun asks the same), or as released, one request for gvr_width replies (the endpoint's `n`, "
+        "temperature 0.7, up to 1,024 tokens per thought, no seed), one child per reply it gives."))
+    gvr_error_text: Literal["line", "released"] = Field(default="line", description=(
+        "How a failing assert's error reads in the feedback: its error line ('ValueError: ...'), or as the released "
+        "executor reports it, the frames of its harness (File \"f.py\", line 23, in <module> and the line) then "
+        "the error, run so in the sandbox (function problems)."))
 
 
 CONTEXT = GvrContext
@@ -141,23 +150,32 @@ def expand_children(state: dict, context: GvrContext, model: BaseChatModel, pare
     An unreadable list falls back as released: one sampled thought per child (temperature 0.7, a seed
     each), and "skip one thought step" (prior 1.0) for all when any of those cannot be read.
     """
-    nodes, problem = state["nodes"], state["problem"]
-    previous = search.thought_lines(search.thoughts_on(nodes, search.path_to(nodes, parent_id)))
-    code, feedback = (failing["code"], failing["feedback"]) if failing else (None, None)
+    nodes, problem, released = state["nodes"], state["problem"], context.released_text
+    previous = search.state_text(nodes, search.path_to(nodes, parent_id), released)
+    code, feedback = (kit.shown_code(failing, context.code_shown), failing["feedback"]) if failing else (None, None)
     prompt = kit.prompt(context, "thinker_gvr")
     ideas = thinker.thoughts(model, prompt, problem, previous=previous, width=context.gvr_width, code=code,
-                             feedback=feedback, structured=context.structured_output)
+                             feedback=feedback, structured=context.structured_output,
+                             released="codeprm" if released else None)
     costs, items = [ideas.cost], ideas.value
+    actions = [search.released_action(t) for t, _ in items] if released else None
     base = kit.next_order(nodes)
     if not ideas.parsed:
         sampled = []
-        for i in range(context.gvr_width):
+        if context.gvr_fallback == "one_request":
+            asked = thinker.sampled_thoughts(model, prompt, problem, previous=previous, n=context.gvr_width, code=code,
+                                             feedback=feedback, released=released, temperature=FALLBACK_TEMPERATURE,
+                                             max_tokens=min(context.gvr_width * 1024, 10000))
+            costs.append(asked.cost)
+            sampled = asked.value
+        for i in range(context.gvr_width if context.gvr_fallback == "per_thought" else 0):
             one = thinker.one_thought(model.bind(temperature=FALLBACK_TEMPERATURE, seed=base + i), prompt, problem,
-                                      previous=previous, code=code, feedback=feedback)
+                                      previous=previous, code=code, feedback=feedback, released=released)
             costs.append(one.cost)
             sampled.append(one.value)
         items = sampled if all(sampled) else [(thinker.SKIP_THOUGHT, 1.0)] * context.gvr_width
-    children = mcts.thought_children(nodes, parent_id, items, base, refined=0)
+        actions = [t for t, _ in items] if released else None  # the released state takes these without a label
+    children = mcts.thought_children(nodes, parent_id, items, base, actions, refined=0)
     return {"nodes": children, "cost": total_cost(costs)}
 
 
@@ -180,10 +198,17 @@ def simulate(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel
     context = kit.settings(runtime, CONTEXT)
     llm = kit.chat_model(context, model)
     nodes, problem, leaf = state["nodes"], state["problem"], state["path"][-1]
-    thoughts = search.thoughts_on(nodes, state["path"])
-    reply = solver.write_code(llm, kit.prompt(context, "solver_mcts"), problem, thoughts=search.thought_lines(thoughts))
+    thoughts = verifier_thoughts(nodes, state["path"], context)[1]
+    reply = solver.write_code(llm, kit.prompt(context, "solver_mcts"), problem,
+                              thoughts=search.state_text(nodes, state["path"], context.released_text))
     costs = [{**reply.cost, **kit.PROGRAM_RUN}]
     result, record = kit.run_program(problem, reply.value, context, leaf, feedback=prm_feedback)
+    record.update(kit.kept_reply(reply.raw, context.code_shown))
+    failing = [o.test for o in result.outcomes if not o.passed]
+    if context.gvr_error_text == "released" and failing and problem["kind"] == "function":
+        failures = released_failures(reply.raw, failing, problem["entry_point"], label=CODEPRM_LABEL,
+                                     limit=context.test_timeout, backend=context.sandbox)
+        record["feedback"] = prm_feedback(result, [f["output"] for f in failures])
     record.update(retired_scores(nodes[leaf]))  # after a refinement: the scores were the earlier program's
     has_tests, prm_score = result.total > 0, None
 
@@ -195,7 +220,8 @@ def simulate(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel
 
     kit.keep({**valued(), "cost": kit.PROGRAM_RUN})  # valued without the Verifier if its call fails
     if needs_prm_score(has_tests, result.pass_rate, context) and thoughts:
-        scored = verify(codeprm.verifier(context, llm), problem["prompt"], thoughts, reply.value, record["feedback"])
+        scored = verify(codeprm.verifier(context, llm), problem["prompt"], thoughts,
+                        kit.shown_code({**record, "code": reply.value}, context.code_shown), record["feedback"])
         costs.append(scored.cost)
         record["prm_scores"] = scored.value
         scores = codeprm.valued_scores(scored, context, f"{problem['id']}:{leaf}:{state.get('refines', 0)}:value")
@@ -203,6 +229,16 @@ def simulate(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel
     update = valued()
     kit.emit("value", node=leaf, value=round(record["value"], 4))
     return {**update, "cost": total_cost(costs)}
+
+
+def verifier_thoughts(nodes: dict[str, NodeRecord], path: list[str],
+                      context: GvrContext) -> tuple[list[str], list[str]]:
+    """The thought nodes of a path the Verifier, the locator and the refine number, and their texts (released_text:
+    as the released code numbers them)."""
+    if context.released_text:
+        return search.released_numbered(nodes, path)
+    ids = search.thought_ids(nodes, path)
+    return ids, [nodes[i]["text"] for i in ids]
 
 
 def retired_scores(node: NodeRecord) -> dict:
@@ -220,11 +256,12 @@ def verify_node(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatMo
     by a score-free locator (``gvr_verify``)."""
     context = kit.settings(runtime, CONTEXT)
     nodes, leaf = state["nodes"], state["path"][-1]
-    ids = search.thought_ids(nodes, state["path"])
-    node, thoughts = nodes[leaf], [nodes[i]["text"] for i in ids]
+    ids, thoughts = verifier_thoughts(nodes, state["path"], context)
+    node = nodes[leaf]
     positions, scores, cost = codeprm.flawed_thoughts(
         context.gvr_verify, context, kit.chat_model(context, model), state["problem"]["prompt"], thoughts,
-        node["code"], node["feedback"], shown=thoughts_state(state["problem"]["prompt"], thoughts),
+        kit.shown_code(node, context.code_shown), node["feedback"],
+        shown=thoughts_state(state["problem"]["prompt"], thoughts),
         key=f"{state['problem']['id']}:{leaf}:{state.get('refines', 0)}")
     flagged = [ids[i] for i in positions]
     kit.emit("verified", node=leaf, scores=scores and [round(s, 3) for s in scores], flagged=flagged)
@@ -236,14 +273,15 @@ def refine(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel |
     context = kit.settings(runtime, CONTEXT)
     llm, prompt = kit.chat_model(context, model), kit.prompt(context, "rethink_gvr")
     nodes, node = state["nodes"], state["nodes"][state["path"][-1]]
-    ids = search.thought_ids(nodes, state["path"])
-    shown = thoughts_state(state["problem"]["prompt"], [nodes[i]["text"] for i in ids])
+    ids, thoughts = verifier_thoughts(nodes, state["path"], context)
+    shown = thoughts_state(state["problem"]["prompt"], thoughts)
     updates, costs = {}, []
     for thought_id in state["flagged"]:
-        reply = rethink.refine(llm, prompt, state=shown, code=node["code"], feedback=node["feedback"],
-                               refine_id=ids.index(thought_id) + 1)
+        reply = rethink.refine(llm, prompt, state=shown, code=kit.shown_code(node, context.code_shown),
+                               feedback=node["feedback"], refine_id=ids.index(thought_id) + 1)
         costs.append(reply.cost)
-        if update := codeprm.refined_thought(nodes[thought_id], reply.value):
+        raw = reply.raw if context.released_text else None
+        if update := codeprm.refined_thought(nodes[thought_id], reply.value, raw):
             updates[thought_id] = update
             kit.emit("refined", node=thought_id, old=nodes[thought_id]["text"], new=reply.value)
     return {"nodes": updates, "refines": state.get("refines", 0) + 1, "flagged": [], "cost": total_cost(costs)}

@@ -181,6 +181,16 @@ def run_program(problem: Problem, code: str, context: Context, node_id: str,
                     "status": program_status(result)}
 
 
+def kept_reply(raw: str, code_shown: str) -> dict:
+    """The node field keeping the Solver's whole reply, when later prompts show it (``code_shown='reply'``)."""
+    return {"reply": raw} if code_shown == "reply" else {}
+
+
+def shown_code(node: dict, code_shown: str) -> str:
+    """The code later prompts show for a node: its program, or the Solver's whole reply (``code_shown='reply'``)."""
+    return node.get("reply", node["code"]) if code_shown == "reply" else node["code"]
+
+
 def analyze_failure(problem: Problem, code: str, result: ExecutionResult, context: Context,
                     model: BaseChatModel, prompt_name: str = "critic_mcts") -> tuple[str, Reply | None]:
     """The block-level trace of the first failing public test and the LLM's judgement of each block (LDB).

@@ -23,13 +23,15 @@ def expand_root(state: dict, context: Context, model: BaseChatModel, expand_chil
 
 
 def thought_children(nodes: dict[str, NodeRecord], parent_id: str, items: Iterable[tuple[str, float]], base: int,
-                     **fields) -> dict[str, NodeRecord]:
+                     actions: list[str] | None = None, **fields) -> dict[str, NodeRecord]:
     """One new thought node below ``parent_id`` per ``(text, prior)``, numbered from ``base``, with a new node's
-    visits and Q; ``fields`` are the method's own counters."""
+    visits and Q; ``actions`` the text each adds to the released state (``search.state_text``); ``fields`` are
+    the method's own counters."""
     children: dict[str, NodeRecord] = {}
     for i, (text, prior) in enumerate(items):
-        child = kit.new_node(base + i, parent=nodes[parent_id], kind="thought", text=text, prior=prior,
-                             visits=search.NEW_VISITS, q=0.0, **fields)
+        extra = {"action": actions[i]} if actions is not None else {}
+        child = kit.new_node(base + i, parent=nodes[parent_id], kind="thought", text=text.strip() or text,
+                             prior=prior, visits=search.NEW_VISITS, q=0.0, **extra, **fields)
         children[child["id"]] = child
     return children
 

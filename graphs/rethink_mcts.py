@@ -31,13 +31,15 @@ from pydantic import Field, model_validator
 from typing_extensions import TypedDict
 
 from codeforest.agents import critic, rethink, solver, thinker
+from codeforest.agents.base import Reply
 from codeforest.agents.verifier import thoughts_state, verify
-from codeforest.context import VerifierContext
+from codeforest.context import ThoughtTreeContext
 from codeforest.cost import Cost, add_cost, tokens_spent, total_cost
 from codeforest.graphs import codeprm, kit, mcts, search, selection
 from codeforest.graphs.state import NodeRecord, SearchState, merge_nodes
 from codeforest.problems import Problem
 from codeforest.suites import ExecutionResult, TestOutcome
+from codeforest.tools import ldb
 from codeforest.tools.testing import current_output, execution_report, is_stdin_test, prm_feedback, shown_test
 
 BUDGET_UNIT = "rollouts"
@@ -56,7 +58,7 @@ RELEASED_BLOCKS = ("And here is one specific debug information of one failed tes
                    "blocks and the analysis of the mistaken block is given:")
 
 
-class RethinkContext(VerifierContext):
+class RethinkContext(ThoughtTreeContext):
     """RethinkMCTS's settings (SPEC-rethinkmcts-rpm-mcts.md Part 1): the paper's defaults, released-code options."""
 
     rethink_rollouts: int = Field(default=16, ge=1, description="RethinkMCTS budget: rollouts (16).")
@@ -84,8 +86,16 @@ class RethinkContext(VerifierContext):
         "placed before the expansion's instruction and after the rethink's)."))
     rethink_block_info: bool = Field(default=True, description=(
         "Ablation: false = verbal feedback without the block-level analysis."))
+    rethink_block_trace: Literal["codeforest", "released"] = Field(default="codeforest", description=(
+        "The block-level analysis: codeforest's (its block split of a line trace taken in the sandbox, one "
+        "request) or the released code's LDB (staticfg's blocks, `python -m trace` and a value-printing run in the "
+        "sandbox, the failing tests tried in turn until one traces, a four-message chat with its stop strings and "
+        "no output limit; function problems only, standard-input ones keep codeforest's)."))
     rethink_self_eval: bool = Field(default=True, description=(
         "Ablation: false = w/o self-evaluation (reward = v_test)."))
+    rethink_eval_clamp: bool = Field(default=True, description=(
+        "Clamp the self-evaluation to the [-1, 1] it is asked for; false: the first number of the reply as "
+        "written, as the released code uses it (an answer of 1.5 then rewards 0.8 + 0.2 x 1.5 = 1.1)."))
     rethink_evaluator: Literal["self_eval", "verifier"] = Field(default="self_eval", description=(
         "Who judges a program passing every public test: the paper's self-evaluation in [-1, 1], or the "
         "Verifier (CodePRM), its mean step score s giving v_llm = 2s - 1."))
@@ -155,10 +165,19 @@ def recursion_limit(context: RethinkContext) -> int:
 
 # --- decision rules (pure) --------------------------------------------------------------------------
 
-def thoughts_text(nodes: dict, path: list[str]) -> str:
+def thoughts_text(nodes: dict, path: list[str], released: bool = False) -> str:
     """The thoughts along a path, as the prompts show them: one ``Thought: ...`` line each, the label the released
-    state gives every thought (unlabelled, they read on as part of the problem statement)."""
+    state gives every thought (unlabelled, they read on as part of the problem statement); ``released``: the
+    released state after the problem, less its first line break."""
+    if released:
+        return search.state_text(nodes, path, released=True)[1:]
     return "\n".join(f"Thought: {t.strip()}" for t in search.thoughts_on(nodes, path))
+
+
+def rethought_action(raw: str) -> str:
+    """What a rethink adds to the released state: the reply as written between line breaks (``Thought: `` put
+    before a reply without ``Thought:``)."""
+    return "\n" + (raw if "Thought:" in raw else f"Thought: {raw}") + "\n"
 
 
 def reward(v_test: float, v_llm: float | None, context: RethinkContext) -> float:
@@ -188,15 +207,21 @@ def concurrent_children(nodes: dict[str, NodeRecord], leaf: str, concurrency: in
 def expand_children(state: dict, context: RethinkContext, model: BaseChatModel, parent_id: str,
                     feedback: str | None) -> dict:
     """The Thinker's next thoughts (with priors) below ``parent_id``; failing parents pass on feedback."""
-    nodes = state["nodes"]
-    parent = nodes[parent_id]
-    ideas = thinker.thoughts(model, kit.prompt(context, "thinker_mcts"), state["problem"],
-                             previous=thoughts_text(nodes, search.path_to(nodes, parent_id)),
-                             width=context.rethink_width, code=parent.get("code") if feedback is not None else None,
+    nodes, released = state["nodes"], context.released_text
+    parent, path = nodes[parent_id], search.path_to(nodes, parent_id)
+    previous = search.state_text(nodes, path, released=True) if released else thoughts_text(nodes, path)
+    ideas = thinker.thoughts(model, kit.prompt(context, "thinker_mcts"), state["problem"], previous=previous,
+                             width=context.rethink_width,
+                             code=kit.shown_code(parent, context.code_shown) if feedback is not None else None,
                              feedback=feedback, structured=context.structured_output,
-                             feedback_key=f"expand_with_feedback{released_suffix(context)}")
+                             feedback_key=f"expand_with_feedback{released_suffix(context)}",
+                             released="rethink" if released else None)
+    actions = None
+    if released:  # a blank fallback adds its line break alone
+        actions = [search.released_action(t) if ideas.parsed else t for t, _ in ideas.value]
     base = kit.next_order(nodes) + state.get("id_offset", 0)
-    return {"nodes": mcts.thought_children(nodes, parent_id, ideas.value, base, rethinks=0), "cost": ideas.cost}
+    return {"nodes": mcts.thought_children(nodes, parent_id, ideas.value, base, actions, rethinks=0),
+            "cost": ideas.cost}
 
 
 def simulate(state: RolloutState, runtime: Runtime[RethinkContext], model: BaseChatModel | None = None) -> dict:
@@ -204,10 +229,12 @@ def simulate(state: RolloutState, runtime: Runtime[RethinkContext], model: BaseC
     context = kit.settings(runtime, CONTEXT)
     llm = kit.chat_model(context, model)
     nodes, problem, leaf = state["nodes"], state["problem"], state["path"][-1]
-    thoughts = search.thought_lines(search.thoughts_on(nodes, state["path"]))
+    thoughts = search.state_text(nodes, state["path"], context.released_text)
     reply = solver.write_code(llm, kit.prompt(context, "solver_mcts"), problem, thoughts=thoughts)
     costs = [{**reply.cost, **kit.PROGRAM_RUN}]
     result, record = kit.run_program(problem, reply.value, context, leaf)
+    record.update(kit.kept_reply(reply.raw, context.code_shown))
+    shown = kit.shown_code({**record, "code": reply.value}, context.code_shown)
     v_test = result.pass_rate if result.total else 1.0
     record["verbal_feedback"], v_llm = "", None
     if context.rethink_locate == "verifier":  # the Verifier reads test results in CodePRM's format
@@ -221,13 +248,15 @@ def simulate(state: RolloutState, runtime: Runtime[RethinkContext], model: BaseC
 
     kit.keep({**rewarded(), "cost": kit.PROGRAM_RUN})  # valued by its tests alone if a later call fails
     if v_test == 1.0 and context.rethink_self_eval:
-        judged = self_evaluation(state, context, llm, reply.value, prm_feedback(result))
+        judged = self_evaluation(state, context, llm, shown, prm_feedback(result))
         costs.append(judged.cost)
         record["v_llm"] = v_llm = float(judged.value)
         kit.emit("verdict", node=leaf, v_llm=judged.value)
     elif v_test < 1.0 and context.rethink_verbal_feedback:
         record["verbal_feedback"] = verbal_feedback(problem, reply.value, result, context, llm, costs,
-                                                    thoughts=search.thoughts_on(nodes, state["path"]))
+                                                    thoughts=search.state_text(nodes, state["path"],
+                                                                               context.released_text),
+                                                    shown=shown)
     update = rewarded()
     kit.emit("reward", node=leaf, reward=round(record["reward"], 4))
     return {**update, "cost": total_cost(costs)}
@@ -241,8 +270,9 @@ def self_evaluation(state: RolloutState, context: RethinkContext, llm: BaseChatM
         scored = verify(codeprm.verifier(context, llm), problem["prompt"], thoughts, code, feedback)
         scored.value = 2 * codeprm.aggregate(scored.value, "mean") - 1 if thoughts else 0.0
         return scored
-    return critic.self_evaluate(llm, kit.prompt(context, "critic_mcts"), problem, thoughts=thoughts_text(nodes, path),
-                                code=code, structured=context.structured_output)
+    return critic.self_evaluate(llm, kit.prompt(context, "critic_mcts"), problem,
+                                thoughts=thoughts_text(nodes, path, context.released_text), code=code,
+                                structured=context.structured_output, clamp=context.rethink_eval_clamp)
 
 
 def rethink_leaf(state: RolloutState, runtime: Runtime[RethinkContext], model: BaseChatModel | None = None) -> dict:
@@ -254,8 +284,8 @@ def rethink_leaf(state: RolloutState, runtime: Runtime[RethinkContext], model: B
     if context.rethink_verbal_feedback:
         feedback = node.get("verbal_feedback") or node.get("feedback", "")
     elif context.rethink_feedback_layout == "released":  # the released NoVerb's text: no test, no trace
-        shown = released_state(state["problem"], search.thoughts_on(nodes, state["path"]))
-        feedback = f"{shown}\n\n {node['code']}\n\n{RELEASED_NO_VERBAL}"
+        shown = released_state(state["problem"], nodes, state["path"], context)
+        feedback = f"{shown}\n\n {kit.shown_code(node, context.code_shown)}\n\n{RELEASED_NO_VERBAL}"
     else:
         feedback = NO_VERBAL
     costs, target = [], leaf
@@ -274,14 +304,19 @@ def rethink_leaf(state: RolloutState, runtime: Runtime[RethinkContext], model: B
                                feedback=feedback, refine_id=ids.index(target) + 1 if target in ids else len(ids))
     else:
         reply = rethink.rethink(llm, kit.prompt(context, "rethink"), state["problem"],
-                                thoughts=thoughts_text(nodes, state["path"]), code=node["code"], feedback=feedback,
+                                thoughts=thoughts_text(nodes, state["path"], context.released_text),
+                                code=kit.shown_code(node, context.code_shown), feedback=feedback,
                                 key=f"user{released_suffix(context)}")
     costs.append(reply.cost)
     old = nodes[target]["text"]
     updates = {leaf: {"rethinks": node.get("rethinks", 0) + 1}}
-    if reply.value:  # an empty rewrite would drop the thought out of every prompt: the thought stays
+    released = context.released_text and context.rethink_locate == "leaf"
+    if reply.value or released:  # an empty rewrite would drop the thought out of every prompt: the thought stays
         kit.emit("rethink", node=target, old=old, new=reply.value)
-        updates[target] = {**updates.get(target, {}), "text": reply.value, "prior": 1.0, "replaced_thought": old}
+        updates[target] = {**updates.get(target, {}), "text": reply.value or old, "prior": 1.0,
+                           "replaced_thought": old}
+        if released:  # the released state keeps the reply as written
+            updates[target]["action"] = rethought_action(reply.raw)
     return {"nodes": updates, "cost": total_cost(costs)}
 
 
@@ -417,36 +452,59 @@ def released_suffix(context: RethinkContext) -> str:
 
 
 def verbal_feedback(problem: Problem, code: str, result: ExecutionResult, context: RethinkContext,
-                    model: BaseChatModel, costs: list[dict], thoughts: list[str] | None = None) -> str:
+                    model: BaseChatModel, costs: list[dict], thoughts: str = "", shown: str | None = None) -> str:
     """Failing tests with their outputs, plus the block-level trace and its analysis: App. B.5's layout, or
-    the released code's (which also holds the problem, the ``thoughts`` and the code)."""
+    the released code's (which also holds the problem, the ``thoughts`` as the state holds them, and the code
+    as ``shown``)."""
     failing = [o for o in result.outcomes if not o.passed][:MAX_FAILING_TESTS]
     released = context.rethink_feedback_layout == "released"
     if released:
         tests = "".join(f"\n\n## Failed test {i}: {released_failure(o)[:TEST_LIMIT]}" for i, o in enumerate(failing, 1))
-        text = f"{released_state(problem, thoughts or [])}\n\n{code}\n\n{RELEASED_FEEDBACK}{tests} \n"
+        text = f"{problem['prompt']}{thoughts}\n\n{code if shown is None else shown}\n\n{RELEASED_FEEDBACK}{tests} \n"
     else:
         lines = ["(Execution Feedback)", "The code above fails the given unit test:"]
         lines += [paper_failure(o)[:TEST_LIMIT] for o in failing]
         text = "\n".join(lines)
     if context.rethink_block_info and failing:
-        trace, analysis, traced = kit.traced_failure(problem, code, result, context, model, show=block_test)
+        if context.rethink_block_trace == "released" and problem["kind"] == "function":
+            found = ldb_analysis(problem, code if shown is None else shown, failing, thoughts, context, model)
+            trace, analysis, failed = found or ("", None, "")
+        else:
+            trace, analysis, traced = kit.traced_failure(problem, code, result, context, model, show=block_test)
+            failed = released_failure(traced)[:TEST_LIMIT] if traced is not None else ""
         if analysis is not None:
             costs.append(analysis.cost)
             if released:
-                failed = released_failure(traced)[:TEST_LIMIT]
                 text += (f"{RELEASED_BLOCKS}\n## Failed test: \n{failed}\n# Trace blocks debugging:\n"
                          f"{trace}\n\n{analysis.value}")
             else:
                 text += f"\n(Block-level Analysis)\n{trace}\n{analysis.value}"
-        elif not released:  # the released code adds nothing when no trace could be taken
+        elif not released and trace:  # the released code adds nothing when no trace could be taken
             text = f"{text}\n{trace}"
     return text[:FEEDBACK_CUT] if len(text) > FEEDBACK_LIMIT else text
 
 
-def released_state(problem: Problem, thoughts: list[str]) -> str:
-    """The released code's state: the problem, then one ``\\nThought: ...`` line per thought."""
-    return problem["prompt"] + search.thought_lines(thoughts)
+def ldb_analysis(problem: Problem, reply: str, failing: list[TestOutcome], thoughts: str, context: RethinkContext,
+                 model: BaseChatModel) -> tuple[str, Reply, str] | None:
+    """The released LDB step: the failing tests in turn until one can be traced (``tools.ldb``), then the block
+    analysis of that one; its blocks text, the analysis and the failed test's text (None when none traces)."""
+    program = ldb.program_of(reply)
+    for outcome in failing:
+        failed = released_failure(outcome)[:TEST_LIMIT]
+        blocks = ldb.released_trace(program, failed, problem["entry_point"], backend=context.sandbox)
+        if isinstance(blocks, list) and blocks:
+            trace = ldb.blocks_text(blocks)
+            analysis = critic.analyze_blocks_released(model, kit.prompt(context, "critic_mcts"),
+                                                      problem=problem["prompt"], thoughts=thoughts, program=program,
+                                                      failed_test=failed, trace=trace)
+            return trace, analysis, failed
+    return None
+
+
+def released_state(problem: Problem, nodes: dict, path: list[str], context: RethinkContext) -> str:
+    """The released code's state: the problem, then one ``\\nThought: ...`` line per thought (released_text: each
+    as the released state holds it)."""
+    return problem["prompt"] + search.state_text(nodes, path, context.released_text)
 
 
 def released_failure(outcome: TestOutcome) -> str:

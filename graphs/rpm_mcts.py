@@ -50,6 +50,7 @@ from codeforest.cost import total_cost
 from codeforest.graphs import kit, search, selection
 from codeforest.graphs.state import NodeRecord, SearchState, merge_nodes
 from codeforest.problems import Problem
+from codeforest.suites import ExecutionResult
 from codeforest.tools.knowledge import (
     KnowledgeBase,
     KnowledgeError,
@@ -57,6 +58,7 @@ from codeforest.tools.knowledge import (
     embedder,
     open_knowledge,
 )
+from codeforest.tools.released_exec import RPM_LABEL, released_failures, results_text
 from codeforest.tools.testing import feedback_text
 
 BUDGET_UNIT = "rollouts"
@@ -91,6 +93,11 @@ class RpmContext(Context):
     rpm_kb: bool = Field(default=True, description=(
         "False: the 'w/o KB' ablation (K = 0, no knowledge base needed)."))
     rpm_filter: bool = Field(default=True, description="False: the ablation without the sibling similarity filter.")
+    rpm_results_text: Literal["codeforest", "released"] = Field(default="codeforest", description=(
+        "What the solution evaluator reads about the public tests: codeforest's feedback text, or the released "
+        "executor's results list as Python prints it ([True, ''] for a passing test, [False, {'error': ..., "
+        "'output': ...}] for a failing one, an error with its harness's frames), run so in the sandbox (function "
+        "problems)."))
     rpm_exec_reward: bool = Field(default=True, description=(
         "False: the ablation without the execution reward: Q is the LLM's score alone, the evaluator is not shown "
         "the test results, success needs only the LLM score, and a failed roll-out is neither located nor revised "
@@ -552,7 +559,7 @@ def _attempt(problem: Problem, context: RpmContext, llm: BaseChatModel, nodes: d
     result, tested = kit.run_program(problem, program.value, context, leaf)
     kit.keep({"nodes": {} if holds_passing(nodes[leaf]) else {leaf: tested}, "cost": kit.PROGRAM_RUN})
     pass_rate = result.pass_rate if result.total else 1.0  # no public tests: the evaluator decides
-    shown = feedback_text(result) if context.rpm_exec_reward else "(not run)"
+    shown = results_shown(problem, program.value, result, context) if context.rpm_exec_reward else "(not run)"
     judged = critic.evaluate_solution(_sampled(llm, context, problem, leaf, *purpose, "eval"),
                                       kit.prompt(context, "critic_rpm"), text, steps=every, code=program.value,
                                       results=shown)
@@ -609,6 +616,16 @@ def _debug_text(problem: Problem, code: str, result, analysis: str, context: Rpm
         return f"{feedback_text(result)}\n{trace}"
     costs.append(blocks.cost)
     return f"{feedback_text(result)}\n{trace}\n{blocks.value}"
+
+
+def results_shown(problem: Problem, code: str, result: ExecutionResult, context: RpmContext) -> str:
+    """The public-test results the evaluator reads: codeforest's feedback text, or the released results list."""
+    if context.rpm_results_text != "released" or problem["kind"] != "function" or not result.outcomes:
+        return feedback_text(result)
+    failing = [o.test for o in result.outcomes if not o.passed]
+    failures = released_failures(code, failing, problem["entry_point"], label=RPM_LABEL,
+                                 limit=context.test_timeout, backend=context.sandbox) if failing else []
+    return results_text([o.passed for o in result.outcomes], failures)
 
 
 def _similarities(context: RpmContext, texts: list[str]):

@@ -14,6 +14,7 @@ Q alone, and from its second on the priors count.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 
 from codeforest.graphs.state import NodeRecord
@@ -83,6 +84,36 @@ def thoughts_on(nodes: Mapping[str, NodeRecord], path: list[str]) -> list[str]:
 def thought_lines(thoughts: list[str]) -> str:
     """The thoughts as the released thought-tree searches append them to the problem: ``\\nThought: ...`` each."""
     return "".join(f"\nThought: {t.strip()}" for t in thoughts)
+
+
+def released_action(thought: str) -> str:
+    """The text the released thought-tree searches append to the state for a thought they read from a list."""
+    return f"\nThought: {thought}"
+
+
+def state_text(nodes: Mapping[str, NodeRecord], path: list[str], released: bool = False) -> str:
+    """The thoughts along a path as they follow the problem in the Solver's and the Thinker's prompts:
+    ``thought_lines``, or (``released``) the text each thought node added to the released code's state as
+    written (its ``action``: a blank fallback's line break, a rewritten thought's reply)."""
+    if not released:
+        return thought_lines(thoughts_on(nodes, path))
+    return "".join(nodes[i].get("action", released_action(nodes[i].get("text", "")))
+                   for i in path if nodes[i].get("kind") != "root")
+
+
+def released_numbered(nodes: Mapping[str, NodeRecord], path: list[str]) -> tuple[list[str], list[str]]:
+    """The thought nodes of a path and their texts as the released CodePRM numbers them for its Verifier, locator
+    and refine prompts: a state text of fewer than 3 tokens (a blank fallback) is left out, and a text holding
+    ``Thought:`` is what follows its first one. Tokens are counted as words, signs and runs of white space
+    (cl100k_base's count for such short texts)."""
+    ids, texts = [], []
+    for i in path:
+        action = nodes[i].get("action", released_action(nodes[i].get("text", "")))
+        if nodes[i].get("kind") == "root" or len(re.findall(r"\w+|[^\w\s]|\s+", action)) < 3:
+            continue
+        ids.append(i)
+        texts.append((action.split("Thought:")[1] if "Thought:" in action else action).strip())
+    return ids, texts
 
 
 def select_child(nodes: Mapping[str, NodeRecord], node_id: str, rule: str = "p_ucb", c_base: float = C_BASE,

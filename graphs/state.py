@@ -40,9 +40,11 @@ class NodeRecord(TypedDict, total=False):
     order: int  # creation order (the MCTS root is 0); tie-breaks go to the lower
     status: NodeStatus
     text: str  # the strategy, thought or reflection
+    action: str  # released_text: what the thought added to the released code's state, as written
     strategy: str  # CodeTree: the root strategy a node descends from
     prior: float  # MCTS: the thought's prior p(a|s)
     code: str
+    reply: str  # code_shown='reply': the Solver's whole reply, which later prompts show
     execution: Execution
     feedback: str  # the feedback text given to the model
     verbal_feedback: str  # RethinkMCTS: failing tests with outputs, block trace and its analysis

@@ -73,10 +73,11 @@ class RespondingChatModel(BaseChatModel):
 
     def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs) -> ChatResult:
         self.calls.append(messages)
-        self.call_kwargs.append(kwargs)
+        self.call_kwargs.append({**kwargs, **({"stop": stop} if stop else {})})
         text = self.respond(messages, **kwargs) if self.pass_kwargs else self.respond(messages)
         usage = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(text, usage_metadata=usage))])
+        texts = text if isinstance(text, list) else [text]  # a list: several choices (a request's ``n``)
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(t, usage_metadata=usage)) for t in texts])
 
 
 class RoleScript:

@@ -6,7 +6,7 @@ import typing
 
 import pytest
 
-from codeforest.context import Context, VerifierContext
+from codeforest.context import Context, ThoughtTreeContext, VerifierContext
 from codeforest.prompts import PromptError, load_prompt
 from codeforest.registry import graph_module, graph_names
 
@@ -101,7 +101,7 @@ def test_a_context_takes_the_fields_its_class_has_and_names_unknown_ones():
 
 
 def test_each_graph_shows_only_its_own_settings():
-    shared = set(Context.model_fields) | set(VerifierContext.model_fields)
+    shared = set(Context.model_fields) | set(VerifierContext.model_fields) | set(ThoughtTreeContext.model_fields)
     for graph, cls in CONTEXTS.items():
         own = {f for f in cls.model_fields if f not in shared}
         prefix = {"direct": None, "codetree": "codetree_", "rethink_mcts": "rethink_", "bester": "bester_",
@@ -111,6 +111,7 @@ def test_each_graph_shows_only_its_own_settings():
         assert graph != "gvr" or not any(f.startswith("gvr_bon_") for f in own)
         verifies = issubclass(cls, VerifierContext)
         assert verifies == (graph in ("gvr", "gvr_bon", "codetree", "rethink_mcts")), graph
+        assert issubclass(cls, ThoughtTreeContext) == (graph in ("gvr", "rethink_mcts")), graph  # their thoughts
 
 
 def test_packaged_prompt_renders_only_declared_inputs():

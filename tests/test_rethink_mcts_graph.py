@@ -193,7 +193,7 @@ def test_verbal_feedback_shows_a_stdin_tests_expected_output():
     assert text.endswith("# Input:\n1\n\n# Ground Truth Output:\n2\n\n# Current Execution Output: 3\n")
     released = verbal_feedback(stdio, "print(3)", ExecutionResult(0, 1, [failing]),
                                RethinkContext(rethink_block_info=False, rethink_feedback_layout="released"), None, [],
-                               thoughts=["Print n + 1."])
+                               thoughts="\nThought: Print n + 1.")
     assert released.startswith(stdio["prompt"] + "\nThought: Print n + 1.\n\nprint(3)\n\nAbove is the combination")
     assert released.endswith("## Failed test 1: # Input:\n1\n\n# Ground Truth Output:\n2\n\n\n"
                              "# Current Execution Output: \n3\n \n")

@@ -165,18 +165,19 @@ PRM_MAX_FAILED = 5  # CodePRM's released code shows at most 5 failing tests
 PRM_TEST_CHARS = 2048  # about the released code's 512 tokens per failing test
 
 
-def prm_feedback(result: ExecutionResult) -> str:
+def prm_feedback(result: ExecutionResult, failures: list[str] | None = None) -> str:
     """The public-test feedback CodePRM's verifier and refine prompts see (its released code's format).
 
     "All public test cases passed!", or up to 5 failing tests as "## Failed test i:" with the input,
     the ground truth and the current output (an assert test shows itself instead of input and truth);
-    tests whose text is over the size limit are left out unless all are, then they are cut.
+    tests whose text is over the size limit are left out unless all are, then they are cut. ``failures``: the
+    failing tests' texts as given (the released executor's, ``tools.released_exec``), in order.
     """
     if result.all_passed:
         return PRM_PASSED
     if not result.total:
         return "No public test cases."
-    shown = [_prm_failure(o) for o in result.outcomes if not o.passed]
+    shown = failures if failures is not None else [_prm_failure(o) for o in result.outcomes if not o.passed]
     if not shown and result.error:
         shown = [f"# Input:\nUnknown\n# Ground Truth Output:\nUnknown\n\n# Current Execution Output:\n{result.error}"]
     kept = [s for s in shown if len(s) < PRM_TEST_CHARS][:PRM_MAX_FAILED]

@@ -15,7 +15,9 @@ def register(sub) -> None:
     serve = sub.add_parser("serve", help="run the embedded model server in the foreground")
     serve.add_argument("--model", default="local", help="local (1.5B, default), small (0.5B) or a .gguf path")
     serve.add_argument("--port", type=int, default=8080, help="port on 127.0.0.1 (0 = any free port)")
-    serve.add_argument("--n-ctx", type=int, default=8192)
+    serve.add_argument("--n-ctx", type=int, default=8192, help="the context of one request")
+    serve.add_argument("--slots", type=int, default=1,
+                       help="requests answered at a time (each with --n-ctx); several clients share the model")
     serve.add_argument("--verbose", action="store_true", help="show llama.cpp's log")
     serve.set_defaults(func=cmd_serve)
     recorder = sub.add_parser(
@@ -42,7 +44,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise ModelError(f"{args.model!r} is not an embedded model name or a .gguf file")
     tuning = tuning_from_env()  # the settings solve and bench give their own server
     err.print(f"Loading {gguf.name} with llama.cpp settings {json.dumps(tuning)} ...")
-    server = EmbeddedServer(gguf, port=args.port, n_ctx=args.n_ctx, verbose=args.verbose, tuning=tuning).start()
+    if args.slots < 1:
+        raise ModelError(f"--slots is at least 1, not {args.slots}")
+    server = EmbeddedServer(gguf, port=args.port, n_ctx=args.n_ctx * args.slots, slots=args.slots,
+                            verbose=args.verbose, tuning=tuning).start()
     err.print(f"Serving an OpenAI-compatible API at [bold]{server.base_url}/v1[/bold] (model {gguf.stem}); "
               "Ctrl-C stops it.")
     err.print(f"Use it with:  codeforest solve --base-url {server.base_url}/v1 --model {gguf.stem} ...")

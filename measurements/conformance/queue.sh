@@ -1,22 +1,42 @@
 #!/usr/bin/env bash
-# Every conformance recording, one after another (two model servers at once on 2 cores are slower than in turn), then
-# the replays. Each step resumes where it stopped: rerun this script on a new machine and it continues. Usage:
+# Every conformance recording, then its replay, all on one model server: the four methods run side by side, each on
+# a slot of its own (a batch of four decodes costs little more than one on a CPU), and the README's table is rebuilt
+# at the end. Each step resumes where it stopped: rerun this script on a new machine and it continues. Usage:
 #   measurements/conformance/queue.sh CODETREE_CHECKOUT [RPM_MCTS_CHECKOUT [RETHINKMCTS_CHECKOUT [CODEPRM_CHECKOUT]]]
-# (a checkout of each released repository at the commit the README names; see README.md).
+# (a checkout of each released repository at the commit the README names; see README.md). QUEUE_PORT (default 8080)
+# is the model server's port; each method's recorder listens on the next ports.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 codetree="${1:?the path of a CodeTree checkout}"
-rpm="${2:-}"
-rethink="${3:-}"
-codeprm="${4:-}"
-for dataset in humaneval apps; do
-    "$here/codetree/record.sh" "$codetree" "$dataset" || echo "codetree $dataset: the recording stopped ($?)" >&2
-    python "$here/codetree/replay.py" "$codetree" --dataset "$dataset" || echo "codetree $dataset: replay failed" >&2
+port="${QUEUE_PORT:-8080}"
+declare -A checkouts=([codetree]="$codetree" [rpm_mcts]="${2:-}" [rethink_mcts]="${3:-}" [codeprm]="${4:-}")
+methods=(codetree)
+for method in rpm_mcts rethink_mcts codeprm; do [ -n "${checkouts[$method]}" ] && methods+=("$method"); done
+
+pids=()
+trap 'kill "${pids[@]}" "${server:-}" 2>/dev/null; wait' EXIT
+codeforest serve --model local --port "$port" --slots "${#methods[@]}" > /tmp/conformance-serve.log 2>&1 & server=$!
+until curl -sf "http://127.0.0.1:$port/v1/models" > /dev/null; do
+    kill -0 "$server" 2>/dev/null || { cat /tmp/conformance-serve.log >&2; exit 1; }; sleep 2
 done
-for method in rpm_mcts rethink_mcts codeprm; do
-    case "$method" in rpm_mcts) checkout="$rpm" ;; rethink_mcts) checkout="$rethink" ;; codeprm) checkout="$codeprm" ;; esac
-    [ -n "$checkout" ] || continue
-    "$here/$method/record.sh" "$checkout" || echo "$method: the recording stopped ($?)" >&2
-    python "$here/$method/replay.py" "$checkout" || echo "$method: replay failed" >&2
+export RECORD_UPSTREAM="http://127.0.0.1:$port/v1"
+
+record_and_replay() {  # METHOD RECORDER_PORT: record then replay one method (CodeTree: both of its datasets)
+    local method="$1" checkout="${checkouts[$1]}"
+    export RECORD_PORT="$2"
+    if [ "$method" = codetree ]; then
+        for dataset in humaneval apps; do
+            "$here/codetree/record.sh" "$checkout" "$dataset" || echo "codetree $dataset: the recording stopped ($?)" >&2
+            python "$here/codetree/replay.py" "$checkout" --dataset "$dataset" || echo "codetree $dataset: replay failed" >&2
+        done
+    else
+        "$here/$method/record.sh" "$checkout" || echo "$method: the recording stopped ($?)" >&2
+        python "$here/$method/replay.py" "$checkout" || echo "$method: replay failed" >&2
+    fi
+}
+for i in "${!methods[@]}"; do
+    record_and_replay "${methods[$i]}" $((port + 11 + i)) > "/tmp/conformance-${methods[$i]}.log" 2>&1 & pids+=($!)
 done
+wait "${pids[@]}"
+kill "$server"; wait "$server" 2>/dev/null
 python "$here/table.py" --readme

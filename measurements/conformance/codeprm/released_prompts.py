@@ -28,9 +28,7 @@ numbered thoughts (``i-Thought: ...``, ``agents.verifier.thoughts_state``/``numb
 starts with two line breaks); ``{width}``, ``{refine_id}``.
 
 ``{code}``: the released code shows ``tokenizer.decode(code_id)``, the Solver's whole reply, where codeforest has the
-program it extracted. Here ``{code}`` stands inside a ```` ```python ```` fence, which is the reply exactly when the
-reply is one fenced block and nothing else; any other reply (text around the block, a second block) makes the
-prompts differ, and the replay shows it.
+program it extracted; codeforest shows the whole reply there under ``code_shown='reply'``.
 
 Templates no released text exists for keep codeforest's packaged text: ``thinker_gvr`` ``step`` (GVR-BoN) and the
 ``structured`` answer formats (this replay sends plain text: ``structured_output`` false), and ``solver_mcts``'s
@@ -52,7 +50,7 @@ GPT35 = "ChatModels/GPT35.py"
 MCTS = "models/CodePRMMCTS.py"
 THOUGHTS_FORMAT = "* Please wrap your response into a JSON object that contains keys `Thought-i`"
 SCORES_FORMAT = "* Please wrap your response into a JSON object in ```json"
-CODE = "```python\n{code}\n```"  # the released code shows the whole reply: see the module docstring
+CODE = "{code}"  # the Solver's whole reply (code_shown='reply'): see the module docstring
 
 
 def function(path: Path, name: str) -> ast.FunctionDef:

@@ -46,7 +46,8 @@ RELEASED = {"model": "gpt-4o-mini", "api_key_env": "CONFORMANCE_KEY", "structure
             "gvr_c": 4.0, "gvr_gamma": 0.9, "gvr_max_refines": 1, "gvr_verify": "llm_locate",
             "gvr_reward": "pub_test", "gvr_prm_agg": "max", "verifier": "llm", "verifier_input": "execution",
             "verifier_threshold": 0.5, "verifier_threshold_rule": "lt", "verifier_unflagged": "lowest",
-            "verifier_unread": "random", "verifier_example": "released", "test_timeout": 10.0}
+            "verifier_unread": "random", "verifier_example": "released", "test_timeout": 10.0,
+            "released_text": True, "code_shown": "reply", "gvr_error_text": "released", "gvr_fallback": "one_request"}
 ROLES = [(("possible thoughts", "doesn't pass some test cases"), "Thinker (expand with feedback)"),
          (("possible thoughts",), "Thinker (expand)"),
          (("provide a new thought",), "Thinker (fallback: one thought, n=width)"),

@@ -9,16 +9,14 @@ stops it (a checkout other than 3908cac). What a codeforest prompt file cannot s
 in the replay as a divergence:
 
 - the released state (problem, then ``"\\nThought: " + thought`` per thought, the thought as the model wrote it) is
-  ``{problem}{thoughts}`` where codeforest passes the solver ``search.thought_lines`` (that very shape, each thought
-  stripped), and ``{problem}\\n{thoughts}`` where it passes ``thoughts_text`` (one ``Thought:`` line each, joined
-  by line breaks: the self-evaluation). The expansion gets ``thoughts_text`` too: its template is written for the
-  root's expansion (no thoughts), the first call of every problem;
+  ``{problem}{thoughts}`` where codeforest passes the Solver and the Thinker ``search.state_text`` (that very text
+  under ``released_text``), and ``{problem}\\n{thoughts}`` where it passes ``thoughts_text`` (the same less its
+  first line break: the self-evaluation);
 - the released code shows the model's whole reply where codeforest has the program it extracted from it: written
-  here as ```` ```python\\n{code}\\n``` ````, the reply of a model that answers with one code block;
+  here as ``{code}``, which codeforest fills with the whole reply under ``code_shown='reply'``;
 - the LDB block analysis is a chat of four messages (system; the task and the state; the program as the
-  assistant's; the failed test and the trace). codeforest's Critic sends a system and one user message: ``blocks``
-  is the released last message, and ``blocks_task`` and ``blocks_program`` hold the two before it, which codeforest
-  does not read.
+  assistant's; the failed test and the trace): ``blocks_task`` and ``blocks_released`` under
+  ``rethink_block_trace='released'``; ``blocks`` is the last message alone, for codeforest's own block trace.
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # replaykit, be
 from replaykit import prompts_command, write_prompts  # noqa: E402
 
 STATE = "{problem}{thoughts}"  # tokenizer.decode(state): the problem and its "\nThought: ..." lines
-REPLY = "```python\n{code}\n```"  # the model's code reply, as the released code shows it
+REPLY = "{code}"  # the model's whole code reply, as the released code shows it (code_shown='reply')
 STDIO = "\nQUESTION:\n{problem}\nUse Standard Input format\nANSWER:\n{thoughts}"  # APPSHandler's state
 FAILED_TEST = "\n{test}\n\n# Current Execution Output: \n{output}"  # HumanevalExecutor.execute_test's feedback
 
@@ -126,6 +124,8 @@ def prompts(checkout: Path) -> dict[str, dict]:
     debug = ldb.function("ldb_debug")
     failed = template(assigned(debug, "feedback")[0], {"failed_test": FAILED_TEST})
     blocks = template(message_sum(debug), {"feedback": failed}) + "\n{trace}\n"  # + each "\n[BLOCK-i]\n...", "\n"
+    released_blocks = template(message_sum(debug), {"feedback": template(assigned(debug, "feedback")[0], {
+        "failed_test": "{failed_test}"})}) + "{trace}\n"
     return {
         "thinker_mcts": {"inputs": ["problem", "thoughts", "width", "code", "feedback"], "templates": {
             "system": default_system, "expand": expand_text,
@@ -135,14 +135,15 @@ def prompts(checkout: Path) -> dict[str, dict]:
             "user_with_thoughts": {"function": template(code, {"input_prompt": STATE}),
                                    "stdio": template(code, {"input_prompt": STDIO})},
             "user": template(code, {"input_prompt": "{problem}"})}},
-        "critic_mcts": {"inputs": ["problem", "thoughts", "code", "test", "output", "trace"], "templates": {
+        "critic_mcts": {"inputs": ["problem", "thoughts", "code", "test", "output", "trace", "failed_test"],
+                        "templates": {
             "self_eval_system": template(assigned(evaluation, "system_msg")[0], {}),
             "self_eval": template(assigned(evaluation, "input_prompt")[0], {
                 "self.tokenizer.decode(cur_state)": "{problem}\n{thoughts}", "cur_code": REPLY}),
             "blocks_system": template(message(debug, "system"), {}),
             "blocks": blocks,
-            "blocks_task": template(message(debug, "user"), {"prompt": STATE}),  # not read by codeforest
-            "blocks_program": "\n{code}\n"}},  # the reply's code block, as released; not read by codeforest
+            "blocks_task": template(message(debug, "user"), {"prompt": STATE}),
+            "blocks_released": released_blocks}},
         "rethink": {"inputs": ["problem", "thoughts", "code", "feedback"], "templates": {
             "system": template(assigned(reset, "system_msg")[0], {}),
             "user": rethink_text, "user_released": rethink_text}},

@@ -53,8 +53,12 @@ RELEASED = {
     "rethink_self_eval": True, "rethink_evaluator": "self_eval", "rethink_locate": "leaf",
     "rethink_concurrency": 1,
     "structured_output": False,  # the released text parsing
+    "released_text": True,  # thoughts read and written back as released (the state's text as written)
+    "code_shown": "reply",  # the rethink, the evaluation and the feedback show the Solver's whole reply
+    "rethink_eval_clamp": False,  # the evaluation's first number as written
+    "rethink_block_trace": "released",  # LDB's blocks, runs and four-message chat
     "temperature": 0.0,
-    "max_tokens": 1024,  # generate_response_api's max_length; the LDB chat sets none (a difference)
+    "max_tokens": 1024,  # generate_response_api's max_length; the LDB chat sets none (so does codeforest's, above)
     "test_timeout": 10.0,  # HumanevalExecutor: 10 s per test
     "model": "gpt-4o-mini-2024-07-18", "api_key_env": "CONFORMANCE_KEY",
 }

@@ -48,7 +48,8 @@ RELEASED = {"model": "Qwen2.5-7B-Instruct", "api_key_env": "CONFORMANCE_KEY", "s
             "rpm_selection": "released", "rpm_kb": True, "rpm_filter": True, "rpm_exec_reward": True,
             "rpm_edit": True, "rpm_rerollout": True, "rpm_rerollout_return": "replace", "rpm_ldb": False,
             "rpm_reflection": "evaluator", "test_timeout": 5.0, "kb_embedder": "wordllama",
-            "max_tokens": -1, "rpm_layout": "released", "rpm_extract_steps": True}  # no max_tokens sent, as released
+            "max_tokens": -1, "rpm_layout": "released", "rpm_extract_steps": True,  # no max_tokens sent, as released
+            "rpm_results_text": "released"}
 ROLES = {"select the most relevant topic": "Thinker (topic)",
          "break down each solution step": "Step extractor",
          "determine whether the last thought step": "Thinker (node edit)",

@@ -1,0 +1,138 @@
+"""A failing test as the released HumanEval executor of CodePRM and RPM-MCTS reports it, run in the sandbox.
+
+That executor runs each assert after the program in one text (its 16 import lines, the program, two line breaks, the
+assert) compiled as ``ENTRY.py``; an error is reported as the frames of that text from the first one in it (``File
+"ENTRY.py", line 23, in <module>`` and the line) and the error; a wrong value as the value the call returns (as
+``str`` writes it). The line numbers follow from that layout, so only running it gives the same text: each failing
+test runs so in a child process inside the sandbox (the program's own run, which decides the verdict, is separate).
+"""
+
+from __future__ import annotations
+
+import json
+
+from codeforest.suites import TestSuite
+from codeforest.tools.sandbox import run
+
+IMPORTS = ["import math", "import re", "import sys", "import copy", "import datetime", "import itertools",
+           "import collections", "import heapq", "import statistics", "import functools", "import hashlib",
+           "import numpy", "import numpy as np", "import string", "from typing import *", "from collections import *"]
+CODEPRM_LABEL = "# Current Execution Output:\n"
+RPM_LABEL = "# Real Execution Output: \n"
+# The released exec_code and eval_code, run in a child of the sandboxed program: stdin JSON {entry, program, test,
+# limit}; the reply follows the marker on stdout.
+HARNESS = r'''
+import ast, contextlib, io, json, signal, sys, threading, traceback
+
+
+class TimeOut(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise TimeOut
+
+
+def exec_code(entry, text, limit):
+    signal.signal(signal.SIGALRM, _alarm)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            signal.setitimer(signal.ITIMER_REAL, limit)
+            try:
+                exec(compile(text, f"{entry}.py", "exec"), {"__builtins__": __builtins__})
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        return ""
+    except TimeOut:
+        return "TIMEOUT"
+    except Exception:
+        try:
+            kind, value, frames = sys.exc_info()
+            error = "".join(traceback.format_exception_only(kind, value)).strip()
+            frames = traceback.extract_tb(frames)
+            first = 0
+            while first < len(frames) and frames[first][0] != f"{entry}.py":
+                first += 1
+            frames = frames[first:]
+            if not frames:
+                return error
+            lines = text.split("\n")
+            shown = [info.strip() + "\n" + lines[frame[1] - 1]
+                     for info, frame in zip(traceback.format_list(frames), frames)]
+            return "\n".join(shown).strip() + "\n" + error
+        except Exception:
+            return "Unknown Error"
+
+
+def eval_code(entry, program, test, limit):
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            compiled = compile(program + "\n", f"{entry}.py", "exec")
+            scope = {"__builtins__": __builtins__}
+            node = ast.parse(test).body[0].test
+            call = ast.unparse(getattr(node, "left", node)).strip()
+            exec(compiled, scope)
+            box = []
+            worker = threading.Thread(target=lambda: box.append(eval(call, scope)), daemon=True)
+            worker.start()
+            worker.join(limit)
+            return box[0] if box else ""
+    except Exception:
+        return ""
+
+
+request = json.loads(sys.stdin.read())
+entry, program, test, limit = request["entry"], request["program"], request["test"], request["limit"]
+error = exec_code(entry, program + "\n" + test, limit)
+output = error if error in ("", "TIMEOUT") else eval_code(entry, program, test, limit)
+if output == "":
+    output = error
+reply = {"error": error, "output": str(output)}
+sys.__stdout__.write("\n@@released@@" + json.dumps(reply))
+'''
+RUNNER = f'''
+import json, subprocess, sys
+
+HARNESS = {HARNESS!r}
+
+
+def released_test(request):
+    try:
+        done = subprocess.run([sys.executable, "-c", HARNESS], input=request.encode(), capture_output=True,
+                              timeout=2 * json.loads(request)["limit"] + 5)
+    except subprocess.TimeoutExpired:
+        return json.dumps({{"error": "TIMEOUT", "output": "TIMEOUT"}})
+    return done.stdout.decode("utf-8", "replace").rpartition("@@released@@")[2]
+'''
+
+
+def released_program(text: str) -> str:
+    """The program the released executor runs: the first ```python block of the text, else the text."""
+    return text.split("```python")[1].split("```")[0] if "```python" in text else text
+
+
+def released_failures(text: str, tests: list[str], entry: str, *, label: str, limit: float,
+                      backend: str | None = None) -> list[dict]:
+    """``{'error': ..., 'output': ...}`` for each (failing) assert in ``tests``, as the released executor reports
+    it: ``output`` is the assert, a blank line, ``label`` and the value returned (or the error, or TIMEOUT)."""
+    program = "\n".join(IMPORTS) + "\n" + released_program(text) + "\n"
+    requests = [json.dumps({"entry": entry, "program": program, "test": "\n" + test, "limit": limit}) for test in tests]
+    result = run(RUNNER, TestSuite("calls", tuple(json.dumps([r]) for r in requests), "released_test"),
+                 timeout=2 * limit + 10, backend=backend)
+    failures = []
+    for test, outcome in zip(tests, [*result.outcomes, *[None] * (len(tests) - len(result.outcomes))], strict=True):
+        try:
+            reply = json.loads(json.loads(outcome.actual)) if outcome is not None and outcome.actual else {}
+        except (json.JSONDecodeError, TypeError):
+            reply = {}
+        error = reply.get("error") if isinstance(reply, dict) and isinstance(reply.get("error"), str) else "TIMEOUT"
+        shown = reply.get("output") if isinstance(reply, dict) and isinstance(reply.get("output"), str) else error
+        failures.append({"error": error, "output": f"\n{test.strip()}\n\n{label}{shown}"})
+    return failures
+
+
+def results_text(passed: list[bool], failures: list[dict]) -> str:
+    """The released executor's results list as Python prints it (RPM-MCTS's evaluator reads it): ``[True, '']``
+    for a passing test, ``[False, {'error': ..., 'output': ...}]`` for a failing one (``failures`` in order)."""
+    left = iter(failures)
+    return str([[True, ""] if ok else [False, next(left)] for ok in passed])
