@@ -15,22 +15,18 @@ order they were made); and whether the distinct programs got the same values, in
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import tempfile
-from collections import Counter
 from pathlib import Path
 
 from released_prompts import write as write_prompts  # beside this script (it puts replaykit on the path)
-from replaykit import divergence_sections
+from replaykit import calls_row, divergence_sections, first_cell, logged_tasks, replay_parser, replayed, write_results
 
 from codeforest.api import run_config
-from codeforest.bench import select_tasks
 from codeforest.graphs import search
 from codeforest.jsonl import read_records
 from codeforest.loading import load_dataset
-from codeforest.recorder import Recorder, nearest, replay_key
+from codeforest.recorder import replay_key
 from codeforest.registry import context_for, graph_module
 
 HERE = Path(__file__).parent
@@ -107,18 +103,8 @@ def run_gvr(problem: dict, settings: dict) -> tuple[dict, list[list[str]]]:
 def compare(task, recorded: list[str], asked: list[tuple[str, bool]], output: dict, selected: list[list[str]],
             final: dict | None) -> dict:
     """One problem's comparison."""
-    hits = [k for k, hit in asked if hit]
-    missed = next((k for k, hit in asked if not hit), None)
-    row = {"problem": task.id, "recorded_calls": len(recorded), "codeforest_calls": len(asked),
-           "matched": sum((Counter(hits) & Counter(recorded)).values()),
-           "roles": dict(Counter(role(k) for k in recorded)), "stop_reason": output.get("stop_reason"),
-           "error": output.get("error"),
-           "recorded_whole": final is not None}
-    if missed and not row["recorded_whole"] and row["matched"] == len(recorded):
-        missed = None  # codeforest asked beyond what the recording has reached so far: no divergence yet
-    if missed:
-        _, diff = nearest(missed, recorded)
-        row |= {"first_divergence": role(missed), "call": len(hits) + 1, "diff": diff}
+    row = calls_row(task.id, recorded, asked, role, whole=final is not None)
+    row |= {"stop_reason": output.get("stop_reason"), "error": output.get("error")}
     code = (output.get("final_code") or "").strip()
     row["same_final_program"] = final is not None and code == (final.get("program") or "").strip()
     nodes = output.get("nodes") or {}
@@ -136,13 +122,11 @@ def markdown(rows: list[dict]) -> str:
     lines = ["| problem | calls matched / released | codeforest calls | first divergence | same final program | "
              "same selections | same program values |", "|---|---|---|---|---|---|---|"]
     for r in rows:
-        first = f"{r['first_divergence']} (call {r['call']})" if r.get("first_divergence") else \
-            "none" if r["recorded_whole"] else "none so far (recording in progress)"
         whole = r["recorded_whole"]
         shown = len(r["released_selections"])
         same = sum(a == b for a, b in zip(r["released_selections"], r["codeforest_selections"], strict=False))
-        lines.append(f"| {r['problem']} | {r['matched']} / {r['recorded_calls']} | {r['codeforest_calls']} | {first} | "
-                     f"{'yes' if r['same_final_program'] else 'no' if whole else '-'} | "
+        lines.append(f"| {r['problem']} | {r['matched']} / {r['recorded_calls']} | {r['codeforest_calls']} | "
+                     f"{first_cell(r)} | {'yes' if r['same_final_program'] else 'no' if whole else '-'} | "
                      f"{'yes' if r['same_selections'] else 'no'} ({same} of {shown} the same) | "
                      f"{'yes' if r['same_values'] else 'no'} ({r['released_values']} vs {r['codeforest_values']}) |")
     lines += divergence_sections(rows)
@@ -151,51 +135,35 @@ def markdown(rows: list[dict]) -> str:
 
 def main() -> None:
     """Replay, compare, write the results."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("checkout")
-    parser.add_argument("--log", help="default: apps.calls.jsonl beside this script")
-    parser.add_argument("--finals", help="default: apps.finals.jsonl beside this script")
-    parser.add_argument("--ids", help="default: every problem of the log, in the dev sample's order")
+    parser = replay_parser(__doc__, "apps", HERE)
     parser.add_argument("--rollouts", type=int, default=16, help="as record.sh ran (CODEPRM_ROLLOUTS; default 16)")
     parser.add_argument("--set", action="append", default=[], metavar="SETTING=VALUE",
                         help="a gvr setting other than RELEASED's, for a recording made with other run.py flags "
                              "(CODEPRM_ARGS), e.g. gvr_reward=pub_prm, gvr_verify=threshold")
-    parser.add_argument("--delay", type=float, default=0.0, help="seconds before each reply")
-    parser.add_argument("--out-dir", default=str(HERE), help="where apps.SUFFIX.jsonl and .md go")
-    parser.add_argument("--out-suffix", default="replay", help="results go to apps.SUFFIX.jsonl and .md")
     args = parser.parse_args()
     log = Path(args.log or HERE / "apps.calls.jsonl")
     finals_file = Path(args.finals or HERE / "apps.finals.jsonl")
-    os.environ.setdefault("CONFORMANCE_KEY", "replayed")
-    records = read_records(log)[0]
     finals = {f["task_id"]: f for f in read_records(finals_file)[0]} if finals_file.is_file() else {}
-    keys = [replay_key(r["request"]) for r in records]
-    every = load_dataset(DATASET)
-    if args.ids:
-        tasks = select_tasks(every, problems=args.ids.split(","))
-    else:  # the problems the log holds, in the dev sample's order (the order the released run took them)
-        tasks = [t for t in select_tasks(every, sample=20, seed=5) if any(belongs(k, t.problem) for k in keys)]
-    rows = []
+    keys = [replay_key(r["request"]) for r in read_records(log)[0]]
+    tasks = logged_tasks(load_dataset(DATASET), args.ids, lambda t: any(belongs(k, t.problem) for k in keys))
     with tempfile.TemporaryDirectory() as folder:
         prompts = write_prompts(Path(args.checkout), Path(folder) / "prompts")
-        misses = Path(folder) / "misses.jsonl"
-        with Recorder(log, misses=misses, delay=args.delay) as recorder:
-            for task in tasks:
-                recorded = [k for k in keys if belongs(k, task.problem)]
-                start = len(recorder.trace)
-                settings = {**RELEASED, "gvr_rollouts": args.rollouts, **dict(s.split("=", 1) for s in args.set),
-                            "base_url": recorder.url, "prompts_dir": str(prompts)}
-                output, selected = run_gvr(task.problem, settings)
-                row = compare(task, recorded, recorder.trace[start:], output, selected, finals.get(task.id))
-                rows.append(row | {"delay_s": args.delay})
-                print(f"{task.id}: {row['matched']}/{row['recorded_calls']} matched, first divergence: "
-                      f"{row.get('first_divergence', 'none')}", flush=True)
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    if (out / f"apps.{args.out_suffix}.jsonl").resolve() == log.resolve():
-        raise SystemExit(f"the results would overwrite the call log {log}: choose another --out-suffix")
-    (out / f"apps.{args.out_suffix}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    (out / f"apps.{args.out_suffix}.md").write_text(markdown(rows), encoding="utf-8")
+        selections: dict[str, list[list[str]]] = {}
+
+        def run(task, url: str, _folder: Path) -> dict:
+            settings = {**RELEASED, "gvr_rollouts": args.rollouts, **dict(s.split("=", 1) for s in args.set),
+                        "base_url": url, "prompts_dir": str(prompts)}
+            output, selections[task.id] = run_gvr(task.problem, settings)
+            return output
+
+        rows = []
+        for task, output, asked in replayed(log, tasks, run, delay=args.delay):
+            row = compare(task, [k for k in keys if belongs(k, task.problem)], asked, output,
+                          selections.get(task.id, []), finals.get(task.id))
+            rows.append(row | {"delay_s": args.delay})
+            print(f"{task.id}: {row['matched']}/{row['recorded_calls']} matched, first divergence: "
+                  f"{row.get('first_divergence', 'none')}", flush=True)
+    write_results(args.out_dir, f"apps.{args.out_suffix}", rows, markdown(rows), log)
 
 
 if __name__ == "__main__":

@@ -9,27 +9,23 @@ accepted; no JSON-schema decoding) against
 the calls the released code made (compared per request: each prompt asked as often, in any order); the first request
 the log could not answer (its role and a diff against the nearest recorded request of that problem); whether the
 final programs and the trees' shapes are the same.
-Results go to ``DATASET.replay.jsonl`` and ``DATASET.replay.md`` beside this script (``--out-suffix``).
+Results go to ``DATASET.SUFFIX.jsonl`` and ``DATASET.SUFFIX.md`` in ``--out-dir`` (default: beside this script).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import re
 import tempfile
-from collections import Counter
 from pathlib import Path
 
 from released_prompts import write as write_prompts  # beside this script (it puts replaykit on the path)
-from replaykit import divergence_sections
+from replaykit import calls_row, divergence_sections, first_cell, logged_tasks, replay_parser, replayed, write_results
 
 from codeforest.api import solve
-from codeforest.bench import select_tasks
 from codeforest.jsonl import read_records
 from codeforest.loading import load_dataset
-from codeforest.recorder import Recorder, nearest, replay_key
+from codeforest.recorder import replay_key
 
 HERE = Path(__file__).parent
 DATASETS = {"humaneval": "humaneval164", "apps": "apps_stdio150"}  # the released files, as codeforest loads them
@@ -93,18 +89,8 @@ def compare(task, recorded: list[tuple[str, str]], asked: list[tuple[str, bool]]
             released_final: str | None) -> dict:
     """One problem's comparison."""
     keys = [k for k, _ in recorded]
-    hits = [k for k, hit in asked if hit]
-    missed = next((k for k, hit in asked if not hit), None)
-    row = {"problem": task.id, "recorded_calls": len(keys), "codeforest_calls": len(asked),
-           "matched": sum((Counter(hits) & Counter(keys)).values()),
-           "roles": dict(Counter(role(k) for k in keys)), "stop_reason": output.get("stop_reason"),
-           "wall_s": (output.get("cost") or {}).get("wall_s")}
-    row["recorded_whole"] = released_final is not None  # the released run finished this problem
-    if missed and not row["recorded_whole"] and row["matched"] == len(keys):
-        missed = None  # codeforest asked beyond what the recording has reached so far: no divergence yet
-    if missed:
-        near, diff = nearest(missed, keys)
-        row |= {"first_divergence": role(missed), "call": len(hits) + 1, "diff": diff}
+    row = calls_row(task.id, keys, asked, role, whole=released_final is not None)
+    row |= {"stop_reason": output.get("stop_reason"), "wall_s": (output.get("cost") or {}).get("wall_s")}
     final = (output.get("final_code") or "").strip()
     row["same_final_program"] = released_final is not None and final == released_final.strip()
     released_shape = released_depths(keys, [reply for _, reply in recorded])
@@ -118,9 +104,8 @@ def markdown(rows: list[dict]) -> str:
     lines = ["| problem | calls matched / released | codeforest calls | first divergence | same final program | "
              "same tree shape |", "|---|---|---|---|---|---|"]
     for r in rows:
-        first = f"{r['first_divergence']} (call {r['call']})" if r.get("first_divergence") else \
-            "none" if r["recorded_whole"] else "none so far (recording in progress)"
-        lines.append(f"| {r['problem']} | {r['matched']} / {r['recorded_calls']} | {r['codeforest_calls']} | {first} | "
+        lines.append(f"| {r['problem']} | {r['matched']} / {r['recorded_calls']} | {r['codeforest_calls']} | "
+                     f"{first_cell(r)} | "
                      f"{'yes' if r['same_final_program'] else 'no' if r['recorded_whole'] else '-'} | "
                      f"{'yes' if r['same_shape'] else 'no'} "
                      f"({r['released_shape']} vs {r['codeforest_shape']}) |")
@@ -130,59 +115,44 @@ def markdown(rows: list[dict]) -> str:
 
 def main() -> None:
     """Replay, compare, write the results."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("checkout")
+    parser = replay_parser(__doc__, "DATASET", HERE)
     parser.add_argument("--dataset", choices=DATASETS, default="humaneval")
-    parser.add_argument("--log", help="default: DATASET.calls.jsonl beside this script")
-    parser.add_argument("--finals", help="default: DATASET.finals.jsonl beside this script")
-    parser.add_argument("--ids", help="default: every problem of the log, in the dev sample's order")
-    parser.add_argument("--delay", type=float, default=0.0, help="seconds before each reply (speed.sh: 1)")
-    parser.add_argument("--out-suffix", default="replay", help="results go to DATASET.SUFFIX.jsonl and .md")
     args = parser.parse_args()
     log = Path(args.log or HERE / f"{args.dataset}.calls.jsonl")
     finals_file = Path(args.finals or HERE / f"{args.dataset}.finals.jsonl")
-    os.environ.setdefault("CONFORMANCE_KEY", "replayed")
     records = read_records(log)[0]
-    finals: list[tuple[str, str]] = []  # a function's is scored twice (base and weaker tests): one per problem
+    logged = [(replay_key(r["request"]), r["response"]["choices"][0]["message"]["content"]) for r in records]
+    finals: list[str] = []  # a function's is scored twice (base and weaker tests): one per problem
+    last = None
     for final in read_records(finals_file)[0] if finals_file.is_file() else []:
-        if not final["entry_point"] or not finals or finals[-1] != (final["entry_point"], final["program"]):
-            finals.append((final["entry_point"], final["program"]))
-    tasks = load_dataset(DATASETS[args.dataset])
-    if args.ids:
-        tasks = select_tasks(tasks, problems=args.ids.split(","))
-    else:  # the problems the log holds, in the dev sample's order (the order the released run took them)
-        asked = [json.loads(replay_key(r["request"])) for r in records]
-        tasks = [t for t in select_tasks(tasks, sample=20, seed=5)
-                 if any(belongs(json.dumps(a), t.problem) for a in asked)]
-    rows = []
+        if not final["entry_point"] or last != (final["entry_point"], final["program"]):
+            finals.append(final["program"])
+        last = (final["entry_point"], final["program"])
+    tasks = logged_tasks(load_dataset(DATASETS[args.dataset]), args.ids,
+                         lambda t: any(belongs(k, t.problem) for k, _ in logged))
     with tempfile.TemporaryDirectory() as folder:
         prompts = write_prompts(Path(args.checkout), Path(folder) / "prompts")
-        misses = Path(folder) / "misses.jsonl"
-        with Recorder(log, misses=misses, delay=args.delay) as recorder:
-            for number, task in enumerate(tasks):
-                recorded = [(replay_key(r["request"]), r["response"]["choices"][0]["message"]["content"])
-                            for r in records if belongs(replay_key(r["request"]), task.problem)]
-                start = len(recorder.trace)
-                settings = {**RELEASED, "base_url": recorder.url, "prompts_dir": str(prompts)}
-                generated: list[int] = []  # the depth of each program, as the graph writes them
+        depths: dict[str, list[int]] = {}
 
-                def on_event(event: dict, generated=generated) -> None:
-                    if event.get("event") == "generated":
-                        generated.append(event["depth"])
+        def run(task, url: str, _folder: Path) -> dict:
+            generated = depths.setdefault(task.id, [])  # the depth of each program, as the graph writes them
 
-                try:
-                    output = solve(task.problem, "codetree", context=settings, on_event=on_event)
-                except Exception as exc:  # noqa: BLE001 - a replay that ends in an error is a result too
-                    output = {"stop_reason": f"error: {exc}"}
-                output["generated_depths"] = generated
-                final = finals[number][1] if number < len(finals) else None
-                row = compare(task, recorded, recorder.trace[start:], output, final)
-                rows.append(row | {"delay_s": args.delay})
-                print(f"{task.id}: {row['matched']}/{row['recorded_calls']} matched, first divergence: "
-                      f"{row.get('first_divergence', 'none')}", flush=True)
-    name = f"{args.dataset}.{args.out_suffix}"
-    (HERE / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    (HERE / f"{name}.md").write_text(markdown(rows), encoding="utf-8")
+            def on_event(event: dict) -> None:
+                if event.get("event") == "generated":
+                    generated.append(event["depth"])
+
+            settings = {**RELEASED, "base_url": url, "prompts_dir": str(prompts)}
+            return solve(task.problem, "codetree", context=settings, on_event=on_event)
+
+        rows = []
+        for number, (task, output, asked) in enumerate(replayed(log, tasks, run, delay=args.delay)):
+            recorded = [(k, reply) for k, reply in logged if belongs(k, task.problem)]
+            row = compare(task, recorded, asked, {**output, "generated_depths": depths.get(task.id, [])},
+                          finals[number] if number < len(finals) else None)
+            rows.append(row | {"delay_s": args.delay})
+            print(f"{task.id}: {row['matched']}/{row['recorded_calls']} matched, first divergence: "
+                  f"{row.get('first_divergence', 'none')}", flush=True)
+    write_results(args.out_dir, f"{args.dataset}.{args.out_suffix}", rows, markdown(rows), log)
 
 
 if __name__ == "__main__":

@@ -20,23 +20,19 @@ files table.py reads) beside this script (``--out-dir``).
 
 from __future__ import annotations
 
-import argparse
-import difflib
 import json
-import os
 import re
 import tempfile
 from collections import Counter
 from pathlib import Path
 
 from released_prompts import write as write_prompts  # beside this script (it puts replaykit on the path)
-from replaykit import divergence_sections
+from replaykit import calls_row, divergence_sections, first_cell, logged_tasks, replay_parser, replayed, write_results
 
 from codeforest.api import solve
-from codeforest.bench import select_tasks
 from codeforest.jsonl import read_records
 from codeforest.loading import load_dataset
-from codeforest.recorder import Recorder, nearest, prompt_text, replay_key
+from codeforest.recorder import replay_key
 
 HERE = Path(__file__).parent
 DATASET = "humaneval164"  # the papers' HumanEval file, which record.sh gives the released code
@@ -85,11 +81,6 @@ def belongs(key: str, problem: dict) -> bool:
     return any(mark in m["content"] for m in json.loads(key)["messages"])
 
 
-def shown(key: str) -> list[str]:
-    """A request's text as lines with their line ends, each as its repr (for differences diff cannot show)."""
-    return [repr(line) for line in prompt_text(key).splitlines(keepends=True)]
-
-
 def released_program(reply: str) -> str:
     """The program the released executor runs for a reply (HumanevalExecutor._temp_run)."""
     if "```python" in reply:
@@ -125,29 +116,10 @@ class Shape:
 def compare(task, recorded: list[str], asked: list[tuple[str, bool]], output: dict, final: dict | None,
             selections: list[str] | None) -> dict:
     """One problem's comparison."""
+    row = calls_row(task.id, recorded, asked, role, whole=final is not None)
     hits = [k for k, hit in asked if hit]
-    missed = next((k for k, hit in asked if not hit), None)
-    row = {"problem": task.id, "recorded_calls": len(recorded), "codeforest_calls": len(asked),
-           "matched": sum((Counter(hits) & Counter(recorded)).values()),
-           "same_order": hits == recorded[:len(hits)], "roles": dict(Counter(role(k) for k in recorded)),
-           "stop_reason": output.get("stop_reason"), "error": output.get("error"),
-           "wall_s": (output.get("cost") or {}).get("wall_s"), "recorded_whole": final is not None}
-    if missed:
-        same_role = [k for k in recorded if role(k) == role(missed)]  # the diff is against one of its own role
-        near, diff = nearest(missed, same_role or recorded)
-        if near is not None and not diff.strip():  # the texts differ in line ends only: show every line's repr
-            diff = "\n".join(difflib.unified_diff(shown(near), shown(missed), "recorded", "asked", lineterm=""))
-        row |= {"first_divergence": role(missed), "call": len(hits) + 1, "diff": diff,
-                "nearest_role": role(near) if near else None}
-    elif final is not None and row["matched"] < len(recorded):  # no miss, but fewer calls: the first one left out
-        left = Counter(hits)
-        for number, key in enumerate(recorded, 1):
-            if left[key]:
-                left[key] -= 1
-                continue
-            row |= {"first_divergence": f"{role(key)} not asked", "call": number,
-                    "diff": "\n".join(f"- {line}" for line in prompt_text(key).splitlines())}
-            break
+    row |= {"same_order": hits == recorded[:len(hits)], "stop_reason": output.get("stop_reason"),
+            "error": output.get("error"), "wall_s": (output.get("cost") or {}).get("wall_s")}
     mine = (output.get("final_code") or "").strip()
     row["same_final_program"] = final is not None and mine == released_program(final["program"]).strip()
     node = (output.get("nodes") or {}).get(output.get("final_node") or "", {})
@@ -162,13 +134,12 @@ def markdown(rows: list[dict], settings: dict) -> str:
     lines = ["| problem | calls matched / released | codeforest calls | first divergence | same final program | "
              "its value, released / codeforest | same tree shape (rollouts) |", "|---|---|---|---|---|---|---|"]
     for r in rows:
-        first = f"{r['first_divergence']} (call {r['call']})" if r.get("first_divergence") else \
-            "none" if r["recorded_whole"] else "none so far (recording in progress)"
         shape = "-" if r["released_shape"] is None else "yes" if r["same_shape"] else "no"
         value = " / ".join("-" if v is None else f"{v:.4g}" for v in r["final_value"].values())
         same = "yes" if r["same_final_program"] else "no" if r["recorded_whole"] else "-"
-        lines.append(f"| {r['problem']} | {r['matched']} / {r['recorded_calls']} | {r['codeforest_calls']} | {first} | "
-                     f"{same} | {value} | {shape} ({len(r['released_shape'] or [])} vs {len(r['codeforest_shape'])}) |")
+        lines.append(f"| {r['problem']} | {r['matched']} / {r['recorded_calls']} | {r['codeforest_calls']} | "
+                     f"{first_cell(r)} | {same} | {value} | "
+                     f"{shape} ({len(r['released_shape'] or [])} vs {len(r['codeforest_shape'])}) |")
     lines += ["", "Settings: " + ", ".join(f"`{k}={v}`" for k, v in settings.items() if k != "api_key_env")]
     lines += divergence_sections(rows)
     return "\n".join(lines) + "\n"
@@ -176,56 +147,38 @@ def markdown(rows: list[dict], settings: dict) -> str:
 
 def main() -> None:
     """Replay, compare, write the results."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("checkout")
-    parser.add_argument("--log", help="default: humaneval.calls.jsonl beside this script")
-    parser.add_argument("--finals", help="default: humaneval.finals.jsonl beside this script")
+    parser = replay_parser(__doc__, "humaneval", HERE)
     parser.add_argument("--released-log", help="the released run's output, for the selected paths (record.sh's "
                                                "released.log); default: the finals file's")
-    parser.add_argument("--ids", help="default: every problem of the log, in the dev sample's order")
-    parser.add_argument("--delay", type=float, default=0.0, help="seconds before each reply")
-    parser.add_argument("--out-suffix", default="replay", help="results go to humaneval.SUFFIX.jsonl and .md")
-    parser.add_argument("--out-dir", default=str(HERE), help="where the results go (default: beside this script)")
     args = parser.parse_args()
     log = Path(args.log or HERE / "humaneval.calls.jsonl")
     finals_file = Path(args.finals or HERE / "humaneval.finals.jsonl")
-    os.environ.setdefault("CONFORMANCE_KEY", "replayed")
-    records = read_records(log)[0]
-    keys = [replay_key(r["request"]) for r in records]
+    keys = [replay_key(r["request"]) for r in read_records(log)[0]]
     finals = {f["task_id"]: f for f in (read_records(finals_file)[0] if finals_file.is_file() else [])}
     selections = released_selections(Path(args.released_log)) if args.released_log else \
         {task: f["selections"] for task, f in finals.items() if "selections" in f}
-    tasks = load_dataset(DATASET)
-    if args.ids:
-        tasks = select_tasks(tasks, problems=args.ids.split(","))
-    else:  # the problems the log holds, in the dev sample's order (the order the released run took them)
-        tasks = [t for t in select_tasks(tasks, sample=20, seed=5) if any(belongs(k, t.problem) for k in keys)]
-    rows = []
+    tasks = logged_tasks(load_dataset(DATASET), args.ids, lambda t: any(belongs(k, t.problem) for k in keys))
     with tempfile.TemporaryDirectory() as folder:
-        prompts = write_prompts(Path(args.checkout), Path(folder) / "prompts")
-        settings = {**RELEASED, "prompts_dir": str(prompts)}
-        with Recorder(log, misses=Path(folder) / "misses.jsonl", delay=args.delay) as recorder:
-            for task in tasks:
-                recorded = [k for k in keys if belongs(k, task.problem)]
-                start = len(recorder.trace)
-                shape = Shape()
-                try:
-                    output = solve(task.problem, "rethink_mcts", context={**settings, "base_url": recorder.url},
-                                   on_event=shape)
-                except Exception as exc:  # noqa: BLE001 - a replay that ends in an error is a result too
-                    output = {"stop_reason": f"error: {exc}"}
-                output["paths"] = shape.paths
-                row = compare(task, recorded, recorder.trace[start:], output, finals.get(task.id),
-                              selections.get(task.id))
-                rows.append(row)
-                print(f"{task.id}: {row['matched']}/{row['recorded_calls']} matched, first divergence: "
-                      f"{row.get('first_divergence', 'none')} (call {row.get('call', '-')}), final "
-                      f"{'same' if row['same_final_program'] else 'different'}, shape "
-                      f"{'same' if row['same_shape'] else 'different'}", flush=True)
-    out = Path(args.out_dir)
-    name = f"humaneval.{args.out_suffix}"
-    (out / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    (out / f"{name}.md").write_text(markdown(rows, RELEASED), encoding="utf-8")
+        settings = {**RELEASED, "prompts_dir": str(write_prompts(Path(args.checkout), Path(folder) / "prompts"))}
+
+        def run(task, url: str, _folder: Path) -> dict:
+            shape = Shape()
+            try:
+                output = solve(task.problem, "rethink_mcts", context={**settings, "base_url": url}, on_event=shape)
+            finally:
+                paths[task.id] = shape.paths
+            return output
+
+        rows, paths = [], {}
+        for task, output, asked in replayed(log, tasks, run, delay=args.delay):
+            row = compare(task, [k for k in keys if belongs(k, task.problem)], asked,
+                          {**output, "paths": paths.get(task.id, [])}, finals.get(task.id), selections.get(task.id))
+            rows.append(row | {"delay_s": args.delay})
+            print(f"{task.id}: {row['matched']}/{row['recorded_calls']} matched, first divergence: "
+                  f"{row.get('first_divergence', 'none')} (call {row.get('call', '-')}), final "
+                  f"{'same' if row['same_final_program'] else 'different'}, shape "
+                  f"{'same' if row['same_shape'] else 'different'}", flush=True)
+    write_results(args.out_dir, f"humaneval.{args.out_suffix}", rows, markdown(rows, RELEASED), log)
 
 
 if __name__ == "__main__":

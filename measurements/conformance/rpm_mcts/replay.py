@@ -16,21 +16,17 @@ order they were made) and the same leaf values. Results go to ``apps.SUFFIX.json
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import tempfile
-from collections import Counter
 from pathlib import Path
 
 from released_prompts import write as write_prompts  # beside this script (it puts replaykit on the path)
-from replaykit import divergence_sections
+from replaykit import calls_row, divergence_sections, first_cell, logged_tasks, replay_parser, replayed, write_results
 
 from codeforest.api import solve
-from codeforest.bench import select_tasks
 from codeforest.jsonl import read_records
 from codeforest.loading import load_dataset
-from codeforest.recorder import Recorder, nearest, replay_key
+from codeforest.recorder import replay_key
 from codeforest.tools.knowledge import PACKAGED_STEPS, KnowledgeBase, read_steps
 
 HERE = Path(__file__).parent
@@ -105,33 +101,11 @@ def codeforest_leaves(nodes: dict) -> list[dict]:
     return leaves
 
 
-def next_unasked(recorded: list[str], hits: list[str]) -> str | None:
-    """The first request of the released run (in its order) that codeforest's answered requests do not account
-    for: what the released code asked where codeforest asked something else."""
-    left = Counter(hits)
-    for key in recorded:
-        if left[key]:
-            left[key] -= 1
-        else:
-            return key
-    return None
-
-
 def compare(task, recorded: list[str], asked: list[tuple[str, bool]], output: dict, final: dict | None) -> dict:
     """One problem's comparison."""
-    hits = [k for k, hit in asked if hit]
-    missed = next((k for k, hit in asked if not hit), None)
-    row = {"problem": task.id, "recorded_calls": len(recorded), "codeforest_calls": len(asked),
-           "matched": sum((Counter(hits) & Counter(recorded)).values()),
-           "roles": dict(Counter(role(k) for k in recorded)), "stop_reason": output.get("stop_reason"),
-           "error": output.get("error"), "wall_s": (output.get("cost") or {}).get("wall_s"),
-           "recorded_whole": final is not None, "released_finish": (final or {}).get("finish")}
-    if missed and not row["recorded_whole"] and row["matched"] == len(recorded):
-        missed = None  # codeforest asked beyond what the recording has reached so far: no divergence yet
-    if missed:
-        _, diff = nearest(missed, recorded)
-        row |= {"first_divergence": role(missed), "call": len(hits) + 1, "diff": diff,
-                "released_next": role(next_unasked(recorded, hits) or missed)}
+    row = calls_row(task.id, recorded, asked, role, whole=final is not None)
+    row |= {"stop_reason": output.get("stop_reason"), "error": output.get("error"),
+            "wall_s": (output.get("cost") or {}).get("wall_s"), "released_finish": (final or {}).get("finish")}
     code = (output.get("final_code") or "").strip()
     row["same_final_program"] = final is not None and code == (final.get("solution") or "").strip()
     paths = (final or {}).get("paths") or []
@@ -151,8 +125,7 @@ def markdown(rows: list[dict]) -> str:
     lines = ["| problem | calls matched / released | codeforest calls | first divergence | same final program | "
              "same tree shape (leaf depths) | same leaf values |", "|---|---|---|---|---|---|---|"]
     for r in rows:
-        first = f"{r['first_divergence']} (call {r['call']})" if r.get("first_divergence") else \
-            "none" if r["recorded_whole"] else "none so far (recording in progress)"
+        first = first_cell(r)
         if r.get("released_next") and r["released_next"] != r.get("first_divergence"):
             first += f"; the released code asked: {r['released_next']}"
         if str(r.get("stop_reason", "")).startswith("error"):
@@ -176,50 +149,30 @@ def build_kb(folder: Path) -> Path:
 
 def main() -> None:
     """Replay, compare, write the results."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("checkout")
-    parser.add_argument("--log", help="default: apps.calls.jsonl beside this script")
-    parser.add_argument("--finals", help="default: apps.finals.jsonl beside this script")
-    parser.add_argument("--ids", help="default: every problem of the log, in the dev sample's order")
+    parser = replay_parser(__doc__, "apps", HERE)
     parser.add_argument("--kb", help="the knowledge base's folder (built there when empty; default: a temporary one)")
-    parser.add_argument("--delay", type=float, default=0.0, help="seconds before each reply")
-    parser.add_argument("--out-dir", default=str(HERE), help="where apps.SUFFIX.jsonl and .md go")
-    parser.add_argument("--out-suffix", default="replay", help="results go to apps.SUFFIX.jsonl and .md")
     args = parser.parse_args()
     log = Path(args.log or HERE / "apps.calls.jsonl")
     finals_file = Path(args.finals or HERE / "apps.finals.jsonl")
-    os.environ.setdefault("CONFORMANCE_KEY", "replayed")
-    records = read_records(log)[0]
     finals = {f["task_id"]: f for f in read_records(finals_file)[0]} if finals_file.is_file() else {}
     every = load_dataset(DATASET)
-    keys = [replay_key(r["request"]) for r in records]
-    logged = by_problem(keys, [t.problem for t in every])
-    if args.ids:
-        tasks = select_tasks(every, problems=args.ids.split(","))
-    else:  # the problems the log holds, in the dev sample's order (the order the released run took them)
-        tasks = [t for t in select_tasks(every, sample=20, seed=5) if logged[t.id]]
-    rows = []
+    logged = by_problem([replay_key(r["request"]) for r in read_records(log)[0]], [t.problem for t in every])
+    tasks = logged_tasks(every, args.ids, lambda t: logged[t.id])
     with tempfile.TemporaryDirectory() as folder:
         prompts = write_prompts(Path(args.checkout), Path(folder) / "prompts")
         kb = build_kb(Path(args.kb) if args.kb else Path(folder) / "kb")
-        misses = Path(folder) / "misses.jsonl"
-        with Recorder(log, misses=misses, delay=args.delay) as recorder:
-            for task in tasks:
-                recorded = logged[task.id]
-                start = len(recorder.trace)
-                settings = {**RELEASED, "base_url": recorder.url, "prompts_dir": str(prompts), "kb_path": str(kb)}
-                try:
-                    output = solve(task.problem, "rpm_mcts", context=settings)
-                except Exception as exc:  # noqa: BLE001 - a replay that ends in an error is a result too
-                    output = {"stop_reason": f"error: {exc}"}
-                row = compare(task, recorded, recorder.trace[start:], output, finals.get(task.id))
-                rows.append(row | {"delay_s": args.delay})
-                print(f"{task.id}: {row['matched']}/{row['recorded_calls']} matched, first divergence: "
-                      f"{row.get('first_divergence', 'none')}", flush=True)
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"apps.{args.out_suffix}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    (out / f"apps.{args.out_suffix}.md").write_text(markdown(rows), encoding="utf-8")
+
+        def run(task, url: str, _folder: Path) -> dict:
+            settings = {**RELEASED, "base_url": url, "prompts_dir": str(prompts), "kb_path": str(kb)}
+            return solve(task.problem, "rpm_mcts", context=settings)
+
+        rows = []
+        for task, output, asked in replayed(log, tasks, run, delay=args.delay):
+            row = compare(task, logged[task.id], asked, output, finals.get(task.id))
+            rows.append(row | {"delay_s": args.delay})
+            print(f"{task.id}: {row['matched']}/{row['recorded_calls']} matched, first divergence: "
+                  f"{row.get('first_divergence', 'none')}", flush=True)
+    write_results(args.out_dir, f"apps.{args.out_suffix}", rows, markdown(rows), log)
 
 
 if __name__ == "__main__":
