@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every conformance recording, then its replay, all on one model server: the four methods run side by side, each on
-# a slot of its own (a batch of four decodes costs little more than one on a CPU), and the README's table is rebuilt
+# a slot of its own (the server answers as many requests at a time), and the README's table is rebuilt
 # at the end. Each step resumes where it stopped: rerun this script on a new machine and it continues. Usage:
 #   measurements/conformance/queue.sh CODETREE_CHECKOUT [RPM_MCTS_CHECKOUT [RETHINKMCTS_CHECKOUT [CODEPRM_CHECKOUT]]]
 # (a checkout of each released repository at the commit the README names; see README.md). QUEUE_PORT (default 8080)
@@ -21,18 +21,22 @@ until curl -sf "http://127.0.0.1:$port/v1/models" > /dev/null; do
 done
 export RECORD_UPSTREAM="http://127.0.0.1:$port/v1"
 
-record_and_replay() {  # METHOD RECORDER_PORT: record then replay one method (CodeTree: both of its datasets)
-    local method="$1" checkout="${checkouts[$1]}"
+record_and_replay() {  # METHOD RECORDER_PORT: record then replay each of a method's datasets in turn
+    local method="$1" checkout="${checkouts[$1]}" dataset
     export RECORD_PORT="$2"
-    if [ "$method" = codetree ]; then
-        for dataset in humaneval apps; do
+    case "$method" in codetree|rethink_mcts) datasets=(humaneval apps) ;; codeprm) datasets=(apps humaneval) ;;
+                      rpm_mcts) datasets=(apps) ;; esac
+    for dataset in "${datasets[@]}"; do
+        if [ "$method" = codetree ]; then
             "$here/codetree/record.sh" "$checkout" "$dataset" || echo "codetree $dataset: the recording stopped ($?)" >&2
-            python "$here/codetree/replay.py" "$checkout" --dataset "$dataset" || echo "codetree $dataset: replay failed" >&2
-        done
-    else
-        "$here/$method/record.sh" "$checkout" || echo "$method: the recording stopped ($?)" >&2
-        python "$here/$method/replay.py" "$checkout" || echo "$method: replay failed" >&2
-    fi
+        else
+            CONFORMANCE_DATASET="$dataset" "$here/$method/record.sh" "$checkout" \
+                || echo "$method $dataset: the recording stopped ($?)" >&2
+        fi
+        local replay=("$here/$method/replay.py" "$checkout")
+        [ "$method" = rpm_mcts ] || replay+=(--dataset "$dataset")
+        python "${replay[@]}" || echo "$method $dataset: replay failed" >&2
+    done
 }
 for i in "${!methods[@]}"; do
     record_and_replay "${methods[$i]}" $((port + 11 + i)) > "/tmp/conformance-${methods[$i]}.log" 2>&1 & pids+=($!)

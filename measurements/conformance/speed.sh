@@ -36,14 +36,15 @@ RECORD_UPSTREAM=http://127.0.0.1:8096/v1 RECORD_PORT=8097 RECORD_LOG="$scratch/c
 released=$(python3 -c "print(round($(date +%s.%N) - $started, 1))")
 kill $recorder  # a replaying recorder hands each reply out once: codeforest's replay serves the log itself
 
-replay=(--log "$log" --finals "$finals" --delay "$delay" --out-suffix "$name.speed")
-[ "$method" = codetree ] && replay+=(--dataset "${dataset[0]:-humaneval}") || replay+=(--out-dir "$scratch")
+replay=(--log "$log" --finals "$finals" --delay "$delay" --out-suffix speed --out-dir "$scratch")
+[ "$method" = codetree ] && replay+=(--dataset "${dataset[0]:-humaneval}")
 started=$(date +%s.%N)
 python "$here/$method/replay.py" "$checkout" "${replay[@]}" "$@" > "$scratch/replay.log" 2>&1
 codeforest_s=$(python3 -c "print(round($(date +%s.%N) - $started, 1))")
 
 calls=$(wc -l < "$log")
-missed=$(cat "$scratch/misses.jsonl" 2>/dev/null | wc -l)
+missed=0
+[ -f "$scratch/misses.jsonl" ] && missed=$(wc -l < "$scratch/misses.jsonl")
 echo "$method on $name ($calls calls, every reply after $delay s): released ${released} s, codeforest ${codeforest_s} s;" \
      "misses $missed (details in $scratch)"
 printf '{"method": "%s", "log": "%s", "calls": %s, "delay_s": %s, "released_s": %s, "codeforest_s": %s, "misses": %s}\n' \

@@ -2,7 +2,8 @@
 # Record the released CodePRM (SIMONLQY/CodePRM @ 1f54aef): its GVR-MCTS search (`run.py -m CodePRMMCTS`) with the
 # prompted LLM verifier, through `codeforest recorder`, with the embedded model codeforest uses. Usage:
 #   measurements/conformance/codeprm/record.sh /path/to/CodePRM-checkout [APPS/2115,APPS/826,...]
-# Without ids: the first five apps_interview150 problems of the dev sample (`--sample 20 --seed 5`). Needs codeforest
+# Without ids: the first five apps_interview150 problems of the dev sample (`--sample 20 --seed 5`); with
+# CONFORMANCE_DATASET=humaneval, the first five HumanEval ones (humaneval164, its asserts as public tests). Needs codeforest
 # installed with the [local] extra (`codeforest` on PATH), curl, and PyPI (for the released code's own environment,
 # $CONFORMANCE_VENV, default ~/.cache/codeforest/conformance/codeprm-venv). The run folder is $CONFORMANCE_OUT
 # (default /tmp/codeprm-run). Rerunning resumes: the recorder answers what its log already holds, and every run goes
@@ -11,7 +12,8 @@
 #
 # For plumbing checks without the model: RECORD_UPSTREAM=URL (an OpenAI-compatible /v1 base) is used instead of
 # starting `codeforest serve`; RECORD_PORT (default 8090) is the recorder's port; RECORD_LOG and RECORD_FINALS
-# (default: apps.calls.jsonl and apps.finals.jsonl beside this script) are where the calls and the final programs go.
+# (default: DATASET.calls.jsonl and DATASET.finals.jsonl beside this script, DATASET apps or humaneval) are where
+# the calls and the final programs go.
 # CODEPRM_ROLLOUTS (default 16, the README's GVR command; run.py's own --rollout default is 4) sets the rollouts;
 # CODEPRM_ARGS adds run.py flags (e.g. "--reward_mode pub_prm --verify_pos_mode llm_score_thresh", the paper's
 # threshold verification and PRM reward with the LLM verifier; the defaults never call the verifier).
@@ -20,12 +22,18 @@ here="$(cd "$(dirname "$0")" && pwd)"
 checkout="$(cd "${1:?the path of a CodePRM checkout}" && pwd)"
 [ -f "$checkout/models/CodePRMMCTS.py" ] || { echo "$checkout is not a CodePRM checkout" >&2; exit 2; }
 cf_python="$(sed -n '1s/^#!//p' "$(command -v codeforest)")"  # the interpreter codeforest runs with
-# The first 5 of the dev sample: select_tasks(load_dataset('apps_interview150'), sample=20, seed=5)[:5]
-ids="${2:-APPS/2115,APPS/826,APPS/1533,APPS/323,APPS/2085}"
+dataset="${CONFORMANCE_DATASET:-apps}"
+# The first 5 of the dev sample: select_tasks(load_dataset(NAME), sample=20, seed=5)[:5]
+case "$dataset" in
+    apps) name=apps_interview150; default_ids="APPS/2115,APPS/826,APPS/1533,APPS/323,APPS/2085" ;;
+    humaneval) name=humaneval164; default_ids="HumanEval/159,HumanEval/65,HumanEval/91,HumanEval/135,HumanEval/7" ;;
+    *) echo "CONFORMANCE_DATASET is apps or humaneval, not $dataset" >&2; exit 2 ;;
+esac
+ids="${2:-$default_ids}"
 venv="${CONFORMANCE_VENV:-$HOME/.cache/codeforest/conformance/codeprm-venv}"
-out="${CONFORMANCE_OUT:-/tmp/codeprm-run}"
-log="${RECORD_LOG:-$here/apps.calls.jsonl}"
-finals="${RECORD_FINALS:-$here/apps.finals.jsonl}"  # each problem's final program, read from the released result
+out="${CONFORMANCE_OUT:-/tmp/codeprm-run-$dataset}"
+log="${RECORD_LOG:-$here/$dataset.calls.jsonl}"
+finals="${RECORD_FINALS:-$here/$dataset.finals.jsonl}"  # each problem's final program, read from the released result
 port="${RECORD_PORT:-8090}"
 upstream="${RECORD_UPSTREAM:-}"
 rollouts="${CODEPRM_ROLLOUTS:-16}"
@@ -68,7 +76,8 @@ export TIKTOKEN_CACHE_DIR="$tok"
 # (`--dataset humaneval`) reads dataProcess/humaneval/processed.jsonl rows with task_id ("X/N", picked by
 # `--index N`), prompt, entry_point, given_tests (public: the search's tests) and test (private, a check program
 # ending in its call: only the released result's test reward). Those are the fields of codeforest's
-# apps_interview150 file itself (RPM-MCTS's dataset/apps_v2/apps_test_interview150.jsonl), copied as they are.
+# apps_interview150 file itself (RPM-MCTS's dataset/apps_v2/apps_test_interview150.jsonl), copied as they are, and
+# of its humaneval164 file (whose check program gets its call added).
 # (The released APPS handler reads the raw APPS folders, standard-input problems only: not these.)
 run="$out/CodePRM"
 mkdir -p "$out"
@@ -77,9 +86,8 @@ mkdir -p "$run" "$out/logs"
 tar -C "$checkout" --exclude=./.git --exclude=./dataProcess/ft_results --exclude=./results -cf - . | tar -C "$run" -xf -
 source_file="$("$cf_python" -c "from codeforest.datasets import dataset_info, locate
 from codeforest.loading import find_data_dir
-print(locate(dataset_info('apps_interview150').files[0], find_data_dir()) or '')")"
-[ -f "$source_file" ] || { echo "apps_interview150 is not on this machine: codeforest data fetch apps_interview150" >&2
-                           exit 2; }
+print(locate(dataset_info('$name').files[0], find_data_dir()) or '')")"
+[ -f "$source_file" ] || { echo "$name is not on this machine: codeforest data fetch $name" >&2; exit 2; }
 mkdir -p "$run/dataProcess/humaneval"
 python3 - "$source_file" "$ids" "$run/dataProcess/humaneval/processed.jsonl" <<'PY'
 import json, sys
@@ -90,25 +98,14 @@ assert not missing, f"not in {source}: {missing}"
 numbers = [i.split("/")[1] for i in ids]
 assert len(set(numbers)) == len(numbers), "the released reader picks a problem by the number after '/'"
 keep = ("task_id", "prompt", "entry_point", "given_tests", "test")
+for i in ids:  # HumanEval's check program ends without its call
+    if not rows[i]["test"].rstrip().endswith(f"check({rows[i]['entry_point']})"):
+        rows[i]["test"] = rows[i]["test"].rstrip() + f"\n\ncheck({rows[i]['entry_point']})\n"
 with open(target, "w", encoding="utf-8") as f:
     f.writelines(json.dumps({k: rows[i][k] for k in keep}, ensure_ascii=False) + "\n" for i in ids)
 PY
 
-pids=()
-trap 'kill "${pids[@]}" 2>/dev/null; wait' EXIT
-if [ -z "$upstream" ]; then
-    codeforest serve --model local --port 8080 > "$out/serve.log" 2>&1 & pids+=($!)
-    upstream=http://127.0.0.1:8080/v1
-    until curl -sf "$upstream/models" > /dev/null; do
-        kill -0 "${pids[0]}" 2>/dev/null || { cat "$out/serve.log" >&2; exit 1; }
-        sleep 2
-    done
-fi
-codeforest recorder --log "$log" --upstream "$upstream" --port "$port" > "$out/recorder.log" 2>&1 & pids+=($!)
-until curl -sf "http://127.0.0.1:$port/v1/models" > /dev/null; do
-    kill -0 "${pids[-1]}" 2>/dev/null || { cat "$out/recorder.log" >&2; exit 1; }
-    sleep 1
-done
+source "$here/../record_common.sh"  # the model server and the recorder
 
 # The README's GVR-MCTS command (`python run.py --dataset apps -m CodePRMMCTS -eid 2 --rollout 16`) with every other
 # setting at run.py's defaults, on these function problems (`--dataset humaneval`), one process per problem

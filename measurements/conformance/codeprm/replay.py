@@ -30,7 +30,7 @@ from codeforest.recorder import replay_key
 from codeforest.registry import context_for, graph_module
 
 HERE = Path(__file__).parent
-DATASET = "apps_interview150"  # the rows record.sh gives the released code, as they are
+DATASETS = {"apps": "apps_interview150", "humaneval": "humaneval164"}  # the rows record.sh gives the released code
 # run.py's defaults with the README's GVR command (-m CodePRMMCTS -eid 2 --rollout 16): width 3, var_p_uct with
 # c_base 10 and c 4, Q = the best return, discount 0.9 (CodePRMMCTS.gamma), max_think_times 2 (one
 # locate-and-refine per rollout), --reward_mode pub_test, --verify_pos_mode llm (the chat model names the flawed
@@ -135,17 +135,20 @@ def markdown(rows: list[dict]) -> str:
 
 def main() -> None:
     """Replay, compare, write the results."""
-    parser = replay_parser(__doc__, "apps", HERE)
+    parser = replay_parser(__doc__, "DATASET", HERE)
+    parser.add_argument("--dataset", choices=DATASETS, default="apps",
+                        help="as record.sh ran (CONFORMANCE_DATASET)")
     parser.add_argument("--rollouts", type=int, default=16, help="as record.sh ran (CODEPRM_ROLLOUTS; default 16)")
     parser.add_argument("--set", action="append", default=[], metavar="SETTING=VALUE",
                         help="a gvr setting other than RELEASED's, for a recording made with other run.py flags "
                              "(CODEPRM_ARGS), e.g. gvr_reward=pub_prm, gvr_verify=threshold")
     args = parser.parse_args()
-    log = Path(args.log or HERE / "apps.calls.jsonl")
-    finals_file = Path(args.finals or HERE / "apps.finals.jsonl")
+    log = Path(args.log or HERE / f"{args.dataset}.calls.jsonl")
+    finals_file = Path(args.finals or HERE / f"{args.dataset}.finals.jsonl")
     finals = {f["task_id"]: f for f in read_records(finals_file)[0]} if finals_file.is_file() else {}
     keys = [replay_key(r["request"]) for r in read_records(log)[0]]
-    tasks = logged_tasks(load_dataset(DATASET), args.ids, lambda t: any(belongs(k, t.problem) for k in keys))
+    tasks = logged_tasks(load_dataset(DATASETS[args.dataset]), args.ids,
+                         lambda t: any(belongs(k, t.problem) for k in keys))
     with tempfile.TemporaryDirectory() as folder:
         prompts = write_prompts(Path(args.checkout), Path(folder) / "prompts")
         selections: dict[str, list[list[str]]] = {}
@@ -163,7 +166,7 @@ def main() -> None:
             rows.append(row | {"delay_s": args.delay})
             print(f"{task.id}: {row['matched']}/{row['recorded_calls']} matched, first divergence: "
                   f"{row.get('first_divergence', 'none')}", flush=True)
-    write_results(args.out_dir, f"apps.{args.out_suffix}", rows, markdown(rows), log)
+    write_results(args.out_dir, f"{args.dataset}.{args.out_suffix}", rows, markdown(rows), log)
 
 
 if __name__ == "__main__":

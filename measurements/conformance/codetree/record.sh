@@ -53,15 +53,7 @@ else:  # the APPS file: a JSON list, each problem named by its APPS number
     json.dump([rows[i] for i in ids], open(target, "w"))
 PY
 
-pids=()
-trap 'kill "${pids[@]}" 2>/dev/null; wait' EXIT
-if [ -z "$upstream" ]; then
-    codeforest serve --model local --port 8080 > "$out/serve.log" 2>&1 & pids+=($!)
-    upstream=http://127.0.0.1:8080/v1
-    until curl -sf "$upstream/models" > /dev/null; do sleep 2; done
-fi
-codeforest recorder --log "$log" --upstream "$upstream" --port "$port" > "$out/recorder.log" 2>&1 & pids+=($!)
-until curl -sf "http://127.0.0.1:$port/v1/models" > /dev/null; do sleep 1; done
+source "$here/../record_common.sh"  # the model server and the recorder
 
 cd "$checkout"
 mkdir -p temp_files  # the released executor writes each test program here and never creates the folder

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Record the released RethinkMCTS (SIMONLQY/RethinkMCTS @ 3908cac) on HumanEval problems through
-# `codeforest recorder`, with the embedded model codeforest uses. Usage:
+# Record the released RethinkMCTS (SIMONLQY/RethinkMCTS @ 3908cac) on HumanEval problems (or, with
+# CONFORMANCE_DATASET=apps, apps_interview150 problems, functions with asserts read by its HumanEval handler as
+# CodePRM's driver gives them) through `codeforest recorder`, with the embedded model codeforest uses. Usage:
 #   measurements/conformance/rethink_mcts/record.sh /path/to/RethinkMCTS-checkout [HumanEval/159,HumanEval/65,...]
 # Needs codeforest installed with the [local] extra (for `codeforest serve`), curl, and PyPI (for the released
 # code's own environment, $CONFORMANCE_VENV, default ~/.cache/codeforest/conformance/rethink-mcts-venv). The run
@@ -11,18 +12,29 @@
 # serving) records from it instead of starting `codeforest serve`; RECORD_PORT (default 8090) is the recorder's port;
 # CONFORMANCE_LOG and CONFORMANCE_FINALS (default: beside this script) are where the calls and the final programs
 # go; HUMANEVAL_FILE is the HumanEval file with public tests (default: shared/data/humaneval164.jsonl).
+# Without ids: the first five problems of the dataset's dev sample (`--sample 20 --seed 5`).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 checkout="$(cd "${1:?the path of a RethinkMCTS checkout}" && pwd)"
-ids="${2:-HumanEval/159,HumanEval/65,HumanEval/91,HumanEval/135,HumanEval/7}"  # the first 5 of the dev sample
+dataset="${CONFORMANCE_DATASET:-humaneval}"
+case "$dataset" in
+    humaneval) default_ids="HumanEval/159,HumanEval/65,HumanEval/91,HumanEval/135,HumanEval/7"
+               humaneval="${HUMANEVAL_FILE:-$(cd "$here/../../.." && pwd)/../shared/data/humaneval164.jsonl}" ;;
+    apps) default_ids="APPS/2115,APPS/826,APPS/1533,APPS/323,APPS/2085"
+          humaneval="$("$(sed -n '1s/^#!//p' "$(command -v codeforest)")" -c "from codeforest.datasets import dataset_info, locate
+from codeforest.loading import find_data_dir
+print(locate(dataset_info('apps_interview150').files[0], find_data_dir()) or '')")" ;;
+    *) echo "CONFORMANCE_DATASET is humaneval or apps, not $dataset" >&2; exit 2 ;;
+esac
+ids="${2:-$default_ids}"  # the first 5 of the dev sample
 venv="${CONFORMANCE_VENV:-$HOME/.cache/codeforest/conformance/rethink-mcts-venv}"
-out="${CONFORMANCE_OUT:-/tmp/rethink-mcts-run}"
-log="${CONFORMANCE_LOG:-$here/humaneval.calls.jsonl}"
-finals="${CONFORMANCE_FINALS:-$here/humaneval.finals.jsonl}"  # each problem's final program, its value, its paths
-humaneval="${HUMANEVAL_FILE:-$(cd "$here/../../.." && pwd)/../shared/data/humaneval164.jsonl}"
+out="${CONFORMANCE_OUT:-/tmp/rethink-mcts-run-$dataset}"
+log="${CONFORMANCE_LOG:-$here/$dataset.calls.jsonl}"
+finals="${CONFORMANCE_FINALS:-$here/$dataset.finals.jsonl}"  # each problem's final program, its value, its paths
 port="${RECORD_PORT:-8090}"
 upstream="${RECORD_UPSTREAM:-}"
-[ -f "$humaneval" ] || { echo "no HumanEval file at $humaneval (set HUMANEVAL_FILE)" >&2; exit 2; }
+[ -f "$humaneval" ] || { echo "no $dataset file at '$humaneval' (HUMANEVAL_FILE; codeforest data fetch apps_interview150)" >&2
+                        exit 2; }
 # The released code finds its own files by cutting its path at the first "RethinkMCTS" (utils.get_proj_path): the
 # run folder is $out/RethinkMCTS, and $out must not hold that name itself.
 case "$out" in *RethinkMCTS*) echo "CONFORMANCE_OUT must not contain 'RethinkMCTS'" >&2; exit 2;; esac
@@ -70,21 +82,13 @@ import json, sys
 source, target = sys.argv[1:]
 with open(target, "w") as f:
     for row in map(json.loads, open(source)):
-        row["test"] = row["test"].rstrip() + f"\n\ncheck({row['entry_point']})\n"
-        f.write(json.dumps(row) + "\n")
+        if not row["test"].rstrip().endswith(f"check({row['entry_point']})"):  # HumanEval's: the call added
+            row["test"] = row["test"].rstrip() + f"\n\ncheck({row['entry_point']})\n"
+        keep = ("task_id", "prompt", "entry_point", "given_tests", "test", "canonical_solution")
+        f.write(json.dumps({k: row[k] for k in keep if k in row}) + "\n")
 PY
 
-serve=""
-if [ -z "$upstream" ]; then
-    codeforest serve --model local --port 8080 > "$out/serve.log" 2>&1 & serve=$!
-    upstream=http://127.0.0.1:8080/v1
-fi
-codeforest recorder --log "$log" --upstream "$upstream" --port "$port" > "$out/recorder.log" 2>&1 & rec=$!
-trap 'kill $rec $serve 2>/dev/null; wait' EXIT
-until curl -sf "http://127.0.0.1:$port/v1/models" > /dev/null && { [ -z "$serve" ] || curl -sf "$upstream/models" > /dev/null; }; do
-    for pid in $rec $serve; do kill -0 "$pid" 2>/dev/null || { cat "$out"/*.log >&2; exit 1; }; done
-    sleep 2
-done
+source "$here/../record_common.sh"  # the model server and the recorder
 
 # Each problem in its own process, as run.py does with --index (its default is all 164 in one process; no search
 # state is carried from one problem to the next there either). Every search setting is run.py's default.
@@ -93,7 +97,7 @@ cd "$run"
 failed=()
 for id in ${ids//,/ }; do
     PATH="$venv/bin:$PATH" OPENAI_BASE_URL="http://127.0.0.1:$port/v1" OPENAI_API_KEY=recorded \
-        "$venv/bin/python" "$here/shims/run_released.py" run.py --index "${id#HumanEval/}" 2>&1 \
+        "$venv/bin/python" "$here/shims/run_released.py" run.py --index "${id#*/}" 2>&1 \
         | tee -a "$out/released.log" || failed+=("$id")
 done
 
@@ -102,7 +106,8 @@ import json, os, re, sys
 results, ids, target, output = sys.argv[1], sys.argv[2].split(","), sys.argv[3], sys.argv[4]
 # the path each rollout selected (chance-node positions from the root), as the released run prints it
 parts = re.split(r"^Solving Problem #(\d+)$", open(output, errors="replace").read(), flags=re.M)
-selections = {f"HumanEval/{n}": re.findall(r"^selection_\d+: \n(root.*)$", text, flags=re.M)
+prefix = ids[0].split("/")[0]  # the released run prints the number only
+selections = {f"{prefix}/{n}": re.findall(r"^selection_\d+: \n(root.*)$", text, flags=re.M)
               for n, text in zip(parts[1::2], parts[2::2])}
 with open(target, "w") as f:
     for task_id in ids:

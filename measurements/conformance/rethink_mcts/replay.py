@@ -14,8 +14,9 @@ whether the final programs are the same (the released one as its executor runs i
 siblings from the root, ``root->0->2``, which the released run prints as ``selection_i``). The released paths
 come from the finals file (``selections``, written by record.sh) or from the released run's output
 (``--released-log``: record.sh's ``released.log``).
-Results go to ``humaneval.SUFFIX.jsonl`` and ``humaneval.SUFFIX.md`` (``--out-suffix``, default ``replay``: the
-files table.py reads) beside this script (``--out-dir``).
+Results go to ``DATASET.SUFFIX.jsonl`` and ``DATASET.SUFFIX.md`` (``--out-suffix``, default ``replay``: the
+files table.py reads) beside this script (``--out-dir``); DATASET is ``humaneval`` or, for a recording made with
+``CONFORMANCE_DATASET=apps``, ``apps`` (``--dataset``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from codeforest.loading import load_dataset
 from codeforest.recorder import replay_key
 
 HERE = Path(__file__).parent
-DATASET = "humaneval164"  # the papers' HumanEval file, which record.sh gives the released code
+DATASETS = {"humaneval": "humaneval164", "apps": "apps_interview150"}  # the files record.sh gives the released code
 # The released code's settings (run.py's defaults and its constants), as codeforest's settings.
 RELEASED = {
     "rethink_rollouts": 16,  # --rollout 16 (--max-sample-times 768 never binds)
@@ -88,12 +89,13 @@ def released_program(reply: str) -> str:
     return reply
 
 
-def released_selections(log: Path) -> dict[str, list[str]]:
-    """Each problem's selected paths, from the released run's output (``Solving Problem #N``, ``selection_i``)."""
+def released_selections(log: Path, prefix: str) -> dict[str, list[str]]:
+    """Each problem's selected paths, from the released run's output (``Solving Problem #N``, ``selection_i``),
+    keyed ``PREFIX/N``."""
     found: dict[str, list[str]] = {}
     parts = re.split(r"^Solving Problem #(\d+)$", log.read_text(encoding="utf-8", errors="replace"), flags=re.M)
     for number, text in zip(parts[1::2], parts[2::2], strict=True):
-        found[f"HumanEval/{number}"] = SELECTION.findall(text)
+        found[f"{prefix}/{number}"] = SELECTION.findall(text)
     return found
 
 
@@ -147,17 +149,21 @@ def markdown(rows: list[dict], settings: dict) -> str:
 
 def main() -> None:
     """Replay, compare, write the results."""
-    parser = replay_parser(__doc__, "humaneval", HERE)
+    parser = replay_parser(__doc__, "DATASET", HERE)
+    parser.add_argument("--dataset", choices=DATASETS, default="humaneval",
+                        help="as record.sh ran (CONFORMANCE_DATASET)")
     parser.add_argument("--released-log", help="the released run's output, for the selected paths (record.sh's "
                                                "released.log); default: the finals file's")
     args = parser.parse_args()
-    log = Path(args.log or HERE / "humaneval.calls.jsonl")
-    finals_file = Path(args.finals or HERE / "humaneval.finals.jsonl")
+    log = Path(args.log or HERE / f"{args.dataset}.calls.jsonl")
+    finals_file = Path(args.finals or HERE / f"{args.dataset}.finals.jsonl")
     keys = [replay_key(r["request"]) for r in read_records(log)[0]]
     finals = {f["task_id"]: f for f in (read_records(finals_file)[0] if finals_file.is_file() else [])}
-    selections = released_selections(Path(args.released_log)) if args.released_log else \
+    prefix = "HumanEval" if args.dataset == "humaneval" else "APPS"
+    selections = released_selections(Path(args.released_log), prefix) if args.released_log else \
         {task: f["selections"] for task, f in finals.items() if "selections" in f}
-    tasks = logged_tasks(load_dataset(DATASET), args.ids, lambda t: any(belongs(k, t.problem) for k in keys))
+    tasks = logged_tasks(load_dataset(DATASETS[args.dataset]), args.ids,
+                         lambda t: any(belongs(k, t.problem) for k in keys))
     with tempfile.TemporaryDirectory() as folder:
         settings = {**RELEASED, "prompts_dir": str(write_prompts(Path(args.checkout), Path(folder) / "prompts"))}
 
@@ -178,7 +184,7 @@ def main() -> None:
                   f"{row.get('first_divergence', 'none')} (call {row.get('call', '-')}), final "
                   f"{'same' if row['same_final_program'] else 'different'}, shape "
                   f"{'same' if row['same_shape'] else 'different'}", flush=True)
-    write_results(args.out_dir, f"humaneval.{args.out_suffix}", rows, markdown(rows, RELEASED), log)
+    write_results(args.out_dir, f"{args.dataset}.{args.out_suffix}", rows, markdown(rows, RELEASED), log)
 
 
 if __name__ == "__main__":

@@ -81,15 +81,7 @@ if [ -d "$kb/chroma_db" ] && cmp -s "$steps.new" "$steps"; then rm "$steps.new";
         > "$out/kb_build.log" 2>&1 || { cat "$out/kb_build.log"; exit 1; }
 fi
 
-pids=()
-trap 'kill "${pids[@]}" 2>/dev/null; wait' EXIT
-if [ -z "$upstream" ]; then
-    codeforest serve --model local --port 8080 > "$out/serve.log" 2>&1 & pids+=($!)
-    upstream=http://127.0.0.1:8080/v1
-    until curl -sf "$upstream/models" > /dev/null; do sleep 2; done
-fi
-codeforest recorder --log "$log" --upstream "$upstream" --port "$port" > "$out/recorder.log" 2>&1 & pids+=($!)
-until curl -sf "http://127.0.0.1:$port/v1/models" > /dev/null; do sleep 1; done
+source "$here/../record_common.sh"  # the model server and the recorder
 
 cd "$checkout"
 # The released run_mcts resumes by skipping the problems its output file holds; that would also shift the one

@@ -1,0 +1,20 @@
+# Sourced by each method's record.sh: the embedded model server (unless RECORD_UPSTREAM named one: $upstream) and
+# the recorder in front of it, logging every call into $log, on port $port; both write their logs into $out and stop
+# when the script ends. Afterwards $upstream is the model endpoint the recorder forwards to.
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null; wait' EXIT
+
+wait_for() {  # URL PID LOG: until URL answers; the process ending first is an error, shown with its log
+    until curl -sf "$1" > /dev/null; do
+        kill -0 "$2" 2>/dev/null || { cat "$3" >&2; exit 1; }
+        sleep 1
+    done
+}
+
+if [ -z "$upstream" ]; then
+    codeforest serve --model local --port 8080 > "$out/serve.log" 2>&1 & pids+=($!)
+    upstream=http://127.0.0.1:8080/v1
+    wait_for "$upstream/models" "${pids[-1]}" "$out/serve.log"
+fi
+codeforest recorder --log "$log" --upstream "$upstream" --port "$port" > "$out/recorder.log" 2>&1 & pids+=($!)
+wait_for "http://127.0.0.1:$port/v1/models" "${pids[-1]}" "$out/recorder.log"
