@@ -340,6 +340,11 @@ def extract_steps(model: BaseChatModel, prompt: Prompt, reply: str) -> Reply[lis
     return Reply(steps, raw, cost, parsed=bool(steps))
 
 
+def step_tags(text: str) -> list[str]:
+    """The text of each ``<step>...</step>`` of a reply, as written (the released extractor's reading)."""
+    return [body.strip() for body in re.findall(r"<step>(.*?)</step>", text, re.S)]
+
+
 def edit_step(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list[str] | str,
               wrong: str) -> Reply[str | None]:
     """The released node editor: a rewritten last step (``<edit>yes</edit>Step n: ...``), or None to keep it.

@@ -554,6 +554,8 @@ def _attempt(problem: Problem, context: RpmContext, llm: BaseChatModel, nodes: d
         costs.append(extracted.cost)
         thoughts, new_steps = extracted.raw, [body for number, body in extracted.value if number > len(steps)]
     every = steps + [f"Step {len(steps) + i}: {s}" for i, s in enumerate(new_steps, 1)]
+    if context.rpm_extract_steps:  # the evaluator and the locator read the extractor's steps as written
+        every = thinker.step_tags(extracted.raw)
     program = solver.write_code(_sampled(llm, context, problem, leaf, *purpose, "code"),
                                 kit.prompt(context, "solver_rpm"), problem, thoughts=thoughts, shown=text)
     result, tested = kit.run_program(problem, program.value, context, leaf)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from codeforest.agents.critic import parse_evaluation
-from codeforest.agents.thinker import parse_released_thoughts
+from codeforest.agents.thinker import parse_released_thoughts, step_tags
 from codeforest.agents.verifier import parse_location
 from codeforest.graphs import gvr, rethink_mcts
 from codeforest.graphs.codeprm import refined_thought
@@ -124,3 +124,8 @@ def test_gvr_released_fallback_asks_once_for_width_replies():
     nodes = out["nodes"]
     assert [(nodes[i]["action"], nodes[i]["prior"]) for i in ("n1", "n2")] == [(" Add one.", 0.5), ("Inc.", 0.25)]
     assert PROBLEM["prompt"] + " Add one." in script.prompts["solver"][0]  # a sampled thought joins unlabelled
+
+
+def test_the_released_extractor_reading_keeps_each_step_tag_as_written():
+    reply = "Here:\n<step>Step 1: Read n.</step>\n<step> **Count.**\n\nEach digit.\n</step> <step></step>"
+    assert step_tags(reply) == ["Step 1: Read n.", "**Count.**\n\nEach digit.", ""]
