@@ -204,8 +204,8 @@ def simulate(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel
     costs = [{**reply.cost, **kit.PROGRAM_RUN}]
     result, record = kit.run_program(problem, reply.value, context, leaf, feedback=prm_feedback)
     record.update(kit.kept_reply(reply.raw, context.code_shown))
-    failing = [o.test for o in result.outcomes if not o.passed]
-    if context.gvr_error_text == "released" and failing and problem["kind"] == "function":
+    failing = [o.test for o in result.outcomes if not o.passed] if context.gvr_error_text == "released" else []
+    if failing and problem["kind"] == "function":
         failures = released_failures(reply.raw, failing, problem["entry_point"], label=CODEPRM_LABEL,
                                      limit=context.test_timeout, backend=context.sandbox)
         record["feedback"] = prm_feedback(result, [f["output"] for f in failures])
@@ -221,7 +221,7 @@ def simulate(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel
     kit.keep({**valued(), "cost": kit.PROGRAM_RUN})  # valued without the Verifier if its call fails
     if needs_prm_score(has_tests, result.pass_rate, context) and thoughts:
         scored = verify(codeprm.verifier(context, llm), problem["prompt"], thoughts,
-                        kit.shown_code({**record, "code": reply.value}, context.code_shown), record["feedback"])
+                        kit.shown_code(record, context.code_shown), record["feedback"])
         costs.append(scored.cost)
         record["prm_scores"] = scored.value
         scores = codeprm.valued_scores(scored, context, f"{problem['id']}:{leaf}:{state.get('refines', 0)}:value")

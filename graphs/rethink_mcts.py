@@ -234,7 +234,7 @@ def simulate(state: RolloutState, runtime: Runtime[RethinkContext], model: BaseC
     costs = [{**reply.cost, **kit.PROGRAM_RUN}]
     result, record = kit.run_program(problem, reply.value, context, leaf)
     record.update(kit.kept_reply(reply.raw, context.code_shown))
-    shown = kit.shown_code({**record, "code": reply.value}, context.code_shown)
+    shown = kit.shown_code(record, context.code_shown)
     v_test = result.pass_rate if result.total else 1.0
     record["verbal_feedback"], v_llm = "", None
     if context.rethink_locate == "verifier":  # the Verifier reads test results in CodePRM's format
@@ -458,16 +458,17 @@ def verbal_feedback(problem: Problem, code: str, result: ExecutionResult, contex
     as ``shown``)."""
     failing = [o for o in result.outcomes if not o.passed][:MAX_FAILING_TESTS]
     released = context.rethink_feedback_layout == "released"
+    shown = code if shown is None else shown
     if released:
         tests = "".join(f"\n\n## Failed test {i}: {released_failure(o)[:TEST_LIMIT]}" for i, o in enumerate(failing, 1))
-        text = f"{problem['prompt']}{thoughts}\n\n{code if shown is None else shown}\n\n{RELEASED_FEEDBACK}{tests} \n"
+        text = f"{problem['prompt']}{thoughts}\n\n{shown}\n\n{RELEASED_FEEDBACK}{tests} \n"
     else:
         lines = ["(Execution Feedback)", "The code above fails the given unit test:"]
         lines += [paper_failure(o)[:TEST_LIMIT] for o in failing]
         text = "\n".join(lines)
     if context.rethink_block_info and failing:
         if context.rethink_block_trace == "released" and problem["kind"] == "function":
-            found = ldb_analysis(problem, code if shown is None else shown, failing, thoughts, context, model)
+            found = ldb_analysis(problem, shown, failing, thoughts, context, model)
             trace, analysis, failed = found or ("", None, "")
         else:
             trace, analysis, traced = kit.traced_failure(problem, code, result, context, model, show=block_test)

@@ -553,9 +553,10 @@ def _attempt(problem: Problem, context: RpmContext, llm: BaseChatModel, nodes: d
                                           kit.prompt(context, "thinker_rpm"), rolled.raw)
         costs.append(extracted.cost)
         thoughts, new_steps = extracted.raw, [body for number, body in extracted.value if number > len(steps)]
-    every = steps + [f"Step {len(steps) + i}: {s}" for i, s in enumerate(new_steps, 1)]
     if context.rpm_extract_steps:  # the evaluator and the locator read the extractor's steps as written
         every = thinker.step_tags(extracted.raw)
+    else:
+        every = steps + [f"Step {len(steps) + i}: {s}" for i, s in enumerate(new_steps, 1)]
     program = solver.write_code(_sampled(llm, context, problem, leaf, *purpose, "code"),
                                 kit.prompt(context, "solver_rpm"), problem, thoughts=thoughts, shown=text)
     result, tested = kit.run_program(problem, program.value, context, leaf)

@@ -91,14 +91,18 @@ def released_action(thought: str) -> str:
     return f"\nThought: {thought}"
 
 
+def action_of(node: NodeRecord) -> str:
+    """The text a thought node added to the released state: its ``action``, else the labelled thought."""
+    return node.get("action", released_action(node.get("text", "")))
+
+
 def state_text(nodes: Mapping[str, NodeRecord], path: list[str], released: bool = False) -> str:
     """The thoughts along a path as they follow the problem in the Solver's and the Thinker's prompts:
     ``thought_lines``, or (``released``) the text each thought node added to the released code's state as
     written (its ``action``: a blank fallback's line break, a rewritten thought's reply)."""
     if not released:
         return thought_lines(thoughts_on(nodes, path))
-    return "".join(nodes[i].get("action", released_action(nodes[i].get("text", "")))
-                   for i in path if nodes[i].get("kind") != "root")
+    return "".join(action_of(nodes[i]) for i in path if nodes[i].get("kind") != "root")
 
 
 def released_numbered(nodes: Mapping[str, NodeRecord], path: list[str]) -> tuple[list[str], list[str]]:
@@ -108,7 +112,7 @@ def released_numbered(nodes: Mapping[str, NodeRecord], path: list[str]) -> tuple
     (cl100k_base's count for such short texts)."""
     ids, texts = [], []
     for i in path:
-        action = nodes[i].get("action", released_action(nodes[i].get("text", "")))
+        action = action_of(nodes[i])
         if nodes[i].get("kind") == "root" or len(re.findall(r"\w+|[^\w\s]|\s+", action)) < 3:
             continue
         ids.append(i)

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from codeforest.suites import TestSuite
+from codeforest.tools.released_exec import released_program
 from codeforest.tools.sandbox import run
 
 IMPORT_HEADER = ("from typing import *\nimport math\nfrom heapq import *\nimport itertools\nimport re\nimport typing\n"
@@ -24,6 +25,8 @@ RUN_LIMIT_S = 5  # each of LDB's two runs
 MAX_BLOCKS = 10  # the first 5 and the last 5
 TRACE_FILE = ".tmp.py.0"
 TIMEOUT, FAILED, UNPARSED = "*timeout*", "*execution fail*", "*parse fail*"
+
+
 def executed_lines(trace: str, entry: str) -> list[str] | None:
     """``(lineno): source`` of each line ``python -m trace -t`` printed for the program from the first call of
     ``entry`` up to the next one, a line within the one kept before it left out; ``None`` when ``entry`` was
@@ -330,8 +333,7 @@ def program_of(reply: str) -> str:
             else:
                 kept += line + "\n"
         reply = kept
-    if "```python" in reply:
-        reply = reply.split("```python")[1].split("```")[0]
+    reply = released_program(reply)
     return reply.replace(IMPORT_HEADER, "") if IMPORT_HEADER in reply else reply
 
 

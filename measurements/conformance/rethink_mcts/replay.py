@@ -34,6 +34,7 @@ from codeforest.api import solve
 from codeforest.jsonl import read_records
 from codeforest.loading import load_dataset
 from codeforest.recorder import replay_key
+from codeforest.tools.released_exec import released_program
 
 HERE = Path(__file__).parent
 DATASETS = {"humaneval": "humaneval164", "apps": "apps_interview150"}  # the files record.sh gives the released code
@@ -80,13 +81,6 @@ def belongs(key: str, problem: dict) -> bool:
     """Whether a request is about this problem: its entry point is defined in it."""
     mark = f"def {problem['entry_point']}("
     return any(mark in m["content"] for m in json.loads(key)["messages"])
-
-
-def released_program(reply: str) -> str:
-    """The program the released executor runs for a reply (HumanevalExecutor._temp_run)."""
-    if "```python" in reply:
-        reply = reply.split("```python")[1].split("```")[0]
-    return reply
 
 
 def released_selections(log: Path, prefix: str) -> dict[str, list[str]]:
