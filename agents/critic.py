@@ -183,19 +183,25 @@ def evaluate_solution(model: BaseChatModel, prompt: Prompt, problem: str, *, ste
 
 
 def locate_error(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list[str], code: str, debug: str,
-                 fallback: int) -> Reply[int]:
+                 fallback: int, released: bool = False) -> Reply[int]:
     """RPM-MCTS's error-step locator: the 1-based number of the first wrong step and the points to note.
 
     The number is read from ``<step_n>3</step_n>`` or, as the 1.5B model writes it, ``<step_3>x</step_3>``.
     Unreadable or out of range: ``fallback`` (RPM-MCTS passes the simulated step, as the released code does: it
-    takes the 0-based index of the first rolled step, read as a 1-based step number).
+    takes the 0-based index of the first rolled step, read as a 1-based step number). ``released``: only a whole
+    integer in ``<step_n></step_n>`` is read, in range or not, as the released code reads it.
     """
     raw, cost = call_model_text(model, prompt.render("locate", problem=problem, steps="\n".join(steps), code=code,
                                                      debug=debug))
+    analysis = re.sub(r"<(?:step_n|step_\d+)>[^<\n]*(?:</step_[^>]*>)?", "", raw, flags=re.I).strip()
+    if released:
+        tagged = re.search(r"<step_n>(.*?)</step_n>", raw, re.S)
+        number = int(tagged.group(1)) if tagged and re.fullmatch(r"\s*[-+]?\d+\s*", tagged.group(1)) else None
+        return Reply(fallback if number is None else number, raw, cost, parsed=number is not None,
+                     analysis=analysis)
     named = re.search(r"<step_n>\s*(?:step\s*)?(\d+)", raw, re.I) or re.search(r"<step_(\d+)>", raw, re.I)
     number = int(named.group(1)) if named else None
     readable = number is not None and 1 <= number <= len(steps)
-    analysis = re.sub(r"<(?:step_n|step_\d+)>[^<\n]*(?:</step_[^>]*>)?", "", raw, flags=re.I).strip()
     return Reply(number if readable else fallback, raw, cost, parsed=readable, analysis=analysis)
 
 

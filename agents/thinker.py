@@ -277,20 +277,53 @@ def classify_topic(model: BaseChatModel, prompt: Prompt, problem: str) -> Reply[
 
 
 def next_step(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list[str] | str,
-              siblings: list[str] | str, reflection: str) -> Reply[str]:
+              siblings: list[str] | str, reflection: str, released_path: str | None = None) -> Reply[str]:
     """RPM-MCTS's next-step proposer: one new step after ``steps``, unlike its ``siblings`` (sampled by the caller).
 
     ``steps`` and ``siblings`` are lines (shown one per line, "(none)" for none) or a text the caller laid out.
     The text after "Next step:" (else the whole reply) without code blocks; an empty reply is a parse failure.
+    ``released_path`` (the parent's text as the released code holds it): the step read as released
+    (``released_proposal``).
     """
     user = prompt.render("next_step", problem=problem, steps=_lines(steps), siblings=_lines(siblings),
                          reflection=reflection or "(none)")
     raw, cost = call_model(model, [HumanMessage(user)])
+    if released_path is not None:
+        body = released_proposal(raw, released_path)
+        return Reply(body, raw, cost, parsed=bool(body))
     text = re.sub(r"```.*?(```|\Z)", "", raw, flags=re.S)
     match = re.search(r"next\s+step\s*:?\s*(.*)", text, re.I | re.S)
     body = " ".join((match.group(1) if match else text).split())
     body = re.sub(r"^\**\s*Step\s*\d+\s*[:.)]\**\s*", "", body, flags=re.I)
     return Reply(body, raw, cost, parsed=bool(body))
+
+
+def released_proposal(reply: str, path: str) -> str:
+    """The step the released RPM-MCTS reads from a proposer's reply (``extract_proposal``, English), as written:
+    after "Next step:" (else after the first "Step N:", every "Step N:" removed, else after "Analysis:") up to a
+    ``<code>`` tag, one leading "1." numbering dropped (with the rest of its line only, as released), and the
+    ``<code>`` tag's content after it. Empty when none is found, or when the step is already in ``path`` (the
+    parent's text) without code."""
+    code = re.search(r"<code>(.*?)</code>", reply, re.S)
+    code = code.group(1).strip() if code else ""
+    found, labelled = None, False
+    if "Next step" in reply or "Next Step" in reply:
+        found = re.search(r"Next [Ss]tep[:]\s*(.*?)(?=<code>|$)", reply, re.S)
+    elif "Step" in reply and ":" in reply:
+        found, labelled = re.search(r"Step \d+:\s*(.*?)(?=<code>|$)", reply, re.S), True
+    elif "Analysis:" in reply:
+        found = re.search(r"Analysis:\s*(.*?)(?=<code>|$)", reply, re.S)
+    step = found.group(1).strip() if found else ""
+    if labelled:
+        step = re.sub(r"Step \d+:\s*", "", step).strip()
+    if not step:
+        return ""
+    numbered = re.search(r"^\d\.\s*(.*)", step)
+    if numbered:
+        step = numbered.group(1)
+    if step in path and not code:
+        return ""
+    return step + (f"\n<code>\n{code}\n</code>" if code else "")
 
 
 def _lines(items: list[str] | str) -> str:
@@ -343,6 +376,12 @@ def extract_steps(model: BaseChatModel, prompt: Prompt, reply: str) -> Reply[lis
 def step_tags(text: str) -> list[str]:
     """The text of each ``<step>...</step>`` of a reply, as written (the released extractor's reading)."""
     return [body.strip() for body in re.findall(r"<step>(.*?)</step>", text, re.S)]
+
+
+def tag_step_text(tag: str) -> str:
+    """A ``<step>`` tag's step on one line, its own "Step N:" label dropped (the tree's text of a rolled step)."""
+    numbered = _numbered_steps(tag)
+    return numbered[0][1] if len(numbered) == 1 else " ".join(tag.split())
 
 
 def edit_step(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list[str] | str,

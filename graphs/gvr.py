@@ -41,7 +41,13 @@ from codeforest.context import ThoughtTreeContext
 from codeforest.cost import total_cost
 from codeforest.graphs import codeprm, kit, mcts, search, selection
 from codeforest.graphs.state import NodeRecord, SearchState
-from codeforest.tools.released_exec import CODEPRM_LABEL, released_failures
+from codeforest.tools.released_exec import (
+    CODEPRM_LABEL,
+    UNFINISHED_OUTPUT,
+    UNFINISHED_TESTS,
+    released_failures,
+    unfinished_in_join,
+)
 from codeforest.tools.testing import prm_feedback
 
 BUDGET_UNIT = "rollouts"
@@ -78,7 +84,9 @@ class GvrContext(ThoughtTreeContext):
     gvr_error_text: Literal["line", "released"] = Field(default="line", description=(
         "How a failing assert's error reads in the feedback: its error line ('ValueError: ...'), or as the released "
         "executor reports it, the frames of its harness (File \"f.py\", line 23, in <module> and the line) then "
-        "the error, run so in the sandbox (function problems)."))
+        "the error, run so in the sandbox (function problems); a run the released executor would not have waited "
+        "for (a test out of time, or all of them past 10 s) reads as its 21 'No result got!' failures and a pass "
+        "rate of 0."))
 
 
 CONTEXT = GvrContext
@@ -204,8 +212,11 @@ def simulate(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel
     costs = [{**reply.cost, **kit.PROGRAM_RUN}]
     result, record = kit.run_program(problem, reply.value, context, leaf, feedback=prm_feedback)
     record.update(kit.kept_reply(reply.raw, context.code_shown))
-    failing = [o.test for o in result.outcomes if not o.passed] if context.gvr_error_text == "released" else []
-    if failing and problem["kind"] == "function":
+    pass_rate, released = result.pass_rate, context.gvr_error_text == "released" and problem["kind"] == "function"
+    failing = [o.test for o in result.outcomes if not o.passed] if released else []
+    if released and unfinished_in_join(result):  # the released executor gave up waiting: its placeholders
+        record["feedback"], pass_rate = prm_feedback(result, [UNFINISHED_OUTPUT] * UNFINISHED_TESTS), 0.0
+    elif failing:
         failures = released_failures(reply.raw, failing, problem["entry_point"], label=CODEPRM_LABEL,
                                      limit=context.test_timeout, backend=context.sandbox)
         record["feedback"] = prm_feedback(result, [f["output"] for f in failures])
@@ -213,13 +224,13 @@ def simulate(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel
     has_tests, prm_score = result.total > 0, None
 
     def valued() -> dict:
-        record["value"] = value_of(result.pass_rate, has_tests, prm_score, context)
-        program = {"node": leaf, "code": reply.value, "value": record["value"], "pass_rate": result.pass_rate,
+        record["value"] = value_of(pass_rate, has_tests, prm_score, context)
+        program = {"node": leaf, "code": reply.value, "value": record["value"], "pass_rate": pass_rate,
                    "execution": record["execution"], "refined": state.get("refines", 0) > 0}
         return {"nodes": {leaf: dict(record)}, "programs": [program]}
 
     kit.keep({**valued(), "cost": kit.PROGRAM_RUN})  # valued without the Verifier if its call fails
-    if needs_prm_score(has_tests, result.pass_rate, context) and thoughts:
+    if needs_prm_score(has_tests, pass_rate, context) and thoughts:
         scored = verify(codeprm.verifier(context, llm), problem["prompt"], thoughts,
                         kit.shown_code(record, context.code_shown), record["feedback"])
         costs.append(scored.cost)

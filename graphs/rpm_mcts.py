@@ -118,7 +118,9 @@ class RpmContext(Context):
         "How the path is written into the prompts: one step per line, '(none)' for nothing (codeforest's), or as "
         "the released code's node text: a line break before every step and after a proposed one, 'None' for "
         "nothing, earlier proposals as 'History i:' lines after the prompt's 'history' sentence; the knowledge-base "
-        "query and the critic then read that text too."))
+        "query and the critic then read that text too; and replies are read as the released code reads them: a "
+        "proposal's step as written (an unreadable one kept as a blank step), the locator's <step_n> number alone, "
+        "in range or not."))
     rpm_extract_steps: bool = Field(default=False, description=(
         "True: after every roll-out, one more call breaks its reply into tagged steps (the released step extractor, "
         "not in the paper); the code writer then implements that answer and the rolled steps are read from it."))
@@ -184,14 +186,22 @@ def steps_on(nodes: dict[str, NodeRecord], path: list[str]) -> list[str]:
 
 def released_path(nodes: dict[str, NodeRecord], path: list[str]) -> str:
     """The path as the released code writes a node's text (``node.y``): a line break before every step and after a
-    proposed one (a grafted step has none after it; an edited step is joined without any, as released)."""
+    proposed one (a grafted step has none after it and is the extractor's tag as written, when there was one; an
+    edited step is joined without any, as released)."""
     text = ""
     for i, node in enumerate((nodes[n] for n in path if n != ROOT), 1):
         if node.get("replaced_thought"):
             text += f"Step {i}: {node['text']}"
+        elif node.get("grafted"):
+            text += "\n" + node.get("action", f"Step {i}: {node['text']}")
         else:
-            text += f"\nStep {i}: {node['text']}" + ("" if node.get("grafted") else "\n")
+            text += "\n" + released_action(node["text"], i)
     return text
+
+
+def released_action(step: str, number: int) -> str:
+    """A proposed step as the released code adds it to a node's text: nothing for a blank (unreadable) one."""
+    return f"Step {number}: {step}\n" if step else ""
 
 
 def released_history(prompt, proposals: list[str], number: int) -> str:
@@ -199,7 +209,13 @@ def released_history(prompt, proposals: list[str], number: int) -> str:
     if not proposals:
         return ""
     head = prompt.render("history") if prompt.has("history") else ""
-    return head + "".join(f"History {j}: Step {number}: {p}\n.\n" for j, p in enumerate(proposals))
+    return head + "".join(f"History {j}: {released_action(p, number)}.\n" for j, p in enumerate(proposals))
+
+
+def released_fallback(written: int, path: int) -> int:
+    """The step the released locator falls back on: the 0-based index of the first rolled step (of ``written``
+    steps past a path of ``path``), read as a step number; the last index when none was rolled."""
+    return path if written > path else written - 1
 
 
 def initial_value(step_score: float, kb_reward: float, context: RpmContext) -> float:
@@ -344,20 +360,23 @@ def expand(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel |
     path = released_path(nodes, state["path"])
     for i in range(context.rpm_width):
         shown = dict(steps=path or "None\n", siblings=released_history(prompt, proposals, len(steps) + 1),
-                     reflection=nodes[leaf].get("reflection", "") or "None\n") if released else \
-            dict(steps=steps, siblings=proposals, reflection=nodes[leaf].get("reflection", ""))
+                     reflection=nodes[leaf].get("reflection", "") or "None\n", released_path=path) if released \
+            else dict(steps=steps, siblings=proposals, reflection=nodes[leaf].get("reflection", ""))
         reply = thinker.next_step(_sampled(llm, context, problem, leaf, state["rollouts"], i), prompt, text, **shown)
         costs.append(reply.cost)
-        if reply.value:
+        if reply.value or released:  # the released proposer keeps an unreadable step too, as a blank one
             proposals.append(reply.value)
+    actions = [released_action(p, len(steps) + 1) for p in proposals] if released else proposals
     kept = list(range(len(proposals)))
     if context.rpm_filter and len(proposals) > 1:
-        kept = kept_siblings(_similarities(context, proposals), context.rpm_similarity)
+        kept = kept_siblings(_similarities(context, actions), context.rpm_similarity)
+    if released:  # the released children are keyed by their text: a repeated one is added once
+        kept = [i for n, i in enumerate(kept) if actions[i] not in {actions[k] for k in kept[:n]}]
     knowledge, base, children = _knowledge(context), kit.next_order(nodes), {}
     for j, i in enumerate(kept):
         path_steps = [*steps, f"Step {len(steps) + 1}: {proposals[i]}"]
         if released:  # the child's released text: the query, and (stripped) what the critic reads
-            child_text = f"{path}\nStep {len(steps) + 1}: {proposals[i]}\n"
+            child_text = f"{path}\n{actions[i]}"
             query, judged_steps = child_text, [child_text.strip()]
         else:
             query, judged_steps = "\n".join(path_steps), path_steps
@@ -400,13 +419,17 @@ def simulate(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel
         keep, analysis = len(tried["rolled"]), tried["analysis"]
     else:
         debug = _debug_text(problem, tried["code"], tried["result"], tried["analysis"], context, llm, costs)
+        released = context.rpm_layout == "released"
         found = critic.locate_error(_sampled(llm, context, problem, chosen, state["rollouts"], "locate"),
                                     kit.prompt(context, "critic_rpm"), question(problem), steps=tried["every"],
-                                    code=tried["code"], debug=debug, fallback=len(steps))
+                                    code=tried["code"], debug=debug, released=released,
+                                    fallback=released_fallback(len(tried["every"]), len(steps)) if released
+                                    else len(steps))
         costs.append(found.cost)
         located = found.value
         analysis = found.analysis if context.rpm_reflection == "locator" else tried["analysis"] or found.analysis
-        keep = max(0, located - 1 - len(steps))  # the roll-out's steps before the first wrong one
+        # the roll-out's steps before the first wrong one (released: a number out of range sliced as released)
+        keep = len(tried["every"][:located - 1][len(steps):]) if released else max(0, located - 1 - len(steps))
         kit.emit("located", node=chosen, step=located, grafted=keep)
     grafted = _graft(nodes, chosen, tried["rolled"][:keep], tried["q"])
     update["nodes"].update(grafted)
@@ -552,11 +575,13 @@ def _attempt(problem: Problem, context: RpmContext, llm: BaseChatModel, nodes: d
         extracted = thinker.extract_steps(_sampled(llm, context, problem, leaf, *purpose, "extract"),
                                           kit.prompt(context, "thinker_rpm"), rolled.raw)
         costs.append(extracted.cost)
-        thoughts, new_steps = extracted.raw, [body for number, body in extracted.value if number > len(steps)]
-    if context.rpm_extract_steps:  # the evaluator and the locator read the extractor's steps as written
-        every = thinker.step_tags(extracted.raw)
+        # the evaluator and the locator read the extractor's steps as written, and those past the path (by
+        # position, as released) are the rolled ones, each keeping its text as written for the released layout
+        thoughts, every = extracted.raw, thinker.step_tags(extracted.raw)
+        new_steps = [{"text": thinker.tag_step_text(tag), "action": tag} for tag in every[len(steps):]]
     else:
-        every = steps + [f"Step {len(steps) + i}: {s}" for i, s in enumerate(new_steps, 1)]
+        new_steps = [{"text": step} for step in new_steps]
+        every = steps + [f"Step {len(steps) + i}: {s['text']}" for i, s in enumerate(new_steps, 1)]
     program = solver.write_code(_sampled(llm, context, problem, leaf, *purpose, "code"),
                                 kit.prompt(context, "solver_rpm"), problem, thoughts=thoughts, shown=text)
     result, tested = kit.run_program(problem, program.value, context, leaf)
@@ -596,12 +621,13 @@ def _solved(state: RpmState, context: RpmContext, nodes: dict[str, NodeRecord], 
     return {"solved": solved}
 
 
-def _graft(nodes: dict[str, NodeRecord], parent: str, steps: list[str], value: float) -> dict[str, NodeRecord]:
-    """Roll-out steps as a chain of nodes below ``parent`` (value and one visit each, all but the last expanded)."""
+def _graft(nodes: dict[str, NodeRecord], parent: str, steps: list[dict], value: float) -> dict[str, NodeRecord]:
+    """Roll-out steps (each its node's ``text``, and ``action`` when written otherwise) as a chain of nodes below
+    ``parent`` (value and one visit each, all but the last expanded)."""
     grafted: dict[str, NodeRecord] = {}
     base, above = kit.next_order(nodes), nodes[parent]
     for i, step in enumerate(steps):
-        node = kit.new_node(base + i, parent=above, kind="step", text=step, value=value, visits=1,
+        node = kit.new_node(base + i, parent=above, kind="step", **step, value=value, visits=1,
                             expanded=i < len(steps) - 1, grafted=True)
         grafted[node["id"]] = above = node
     return grafted

@@ -603,3 +603,70 @@ def test_the_released_layout_and_step_extractor_write_the_prompts_as_released():
     assert "Complete answer:Step 1: Add one.\nStep 2: Return it." in script.prompts["extract"][0]
     assert "<step>Step 2: Return the sum.</step>" in script.prompts["code"][0]
     assert [n["text"] for n in out["nodes"].values() if n.get("grafted")] == ["Return the sum."]
+
+
+def test_the_released_layout_reads_each_proposal_as_the_released_code_does():
+    """rpm_layout=released: a proposal keeps its line breaks (in the next 'History i:' block, the child's text and
+    the roll-out's path); an unreadable one is a blank history entry and a child with no step; a '1.' numbering
+    is dropped with the rest of its line, as the released regex does."""
+    script = Script(next=["Next step: **Read n.**\n\nThen count it.", "No idea.", "Step 1: 1. Add one.\nStep 2: Go."],
+                    critic=["<score>8</score>", "<score>3</score>", "<score>5</score>"],
+                    roll=["Step 1: Read n.\nStep 2: Return it."],
+                    code=[code("x + 1")], evaluate=["<evaluation>10</evaluation>"])
+    out = run(script, "", rpm_kb=False, rpm_filter=False, rpm_width=3, rpm_rollouts=1, rpm_layout="released")
+    assert script.roles == ["next"] * 3 + ["critic"] * 3 + ["roll", "code", "evaluate"]
+    assert script.prompts["next"][2].endswith("History 0: Step 1: **Read n.**\n\nThen count it.\n.\nHistory 1: .\n")
+    assert "Existing Steps:\nStep 1: **Read n.**\n\nThen count it.\nScore:" in script.prompts["critic"][0]
+    assert "Existing Steps:\n\nScore:" in script.prompts["critic"][1]  # the blank child: no step at all
+    assert "Existing Steps:\nStep 1: Add one.\nScore:" in script.prompts["critic"][2]
+    assert script.prompts["roll"][0].endswith("Existing steps:\n\nStep 1: **Read n.**\n\nThen count it.\n")
+    texts = [n["text"] for n in out["nodes"].values() if n.get("kind") == "step" and not n.get("grafted")]
+    assert texts == ["**Read n.**\n\nThen count it.", "", "Add one."]
+
+
+def test_the_released_proposal_parse():
+    """released_proposal: the released extract_proposal's English branch on hand-made replies."""
+    from agents.thinker import released_proposal
+    assert released_proposal("Next step: Sort.\n<code>a.sort()</code> tail", "") == "Sort.\n<code>\na.sort()\n</code>"
+    assert released_proposal("Next step Sort.", "") == ""  # no colon right after: nothing read, as released
+    assert released_proposal("Analysis: count them\n", "") == "count them"
+    assert released_proposal("Next step: Sort.", "\nStep 1: Sort.\n") == ""  # already on the path
+    assert released_proposal("Next step: Sort.\n<code>x</code>", "Sort.") == "Sort.\n<code>\nx\n</code>"
+    assert released_proposal("Step 3: 2. Loop.\nAnd more.", "") == "Loop."
+
+
+def test_the_extractors_steps_are_grafted_by_position_and_shown_as_written():
+    """rpm_extract_steps under the released layout: the tags past the path are the rolled ones whatever they are
+    labelled, and a grafted step is its tag as written in the next path shown (the re-roll-out's)."""
+    script = Script(next=["Next step: Multiply x by one."], critic=["<score>6</score>"],
+                    roll=["Step 1: Multiply x by one.\nStep 2: Keep it.\nStep 3: Return it."],
+                    extract=["<step>Step 1: Multiply x by one.</step><step>2) Keep\n  it.</step>"
+                             "<step>Step 3: Return it.</step>", "<step>Step 1: Add one.</step>"],
+                    code=[code("x * 1"), code("x + 1")],
+                    evaluate=["Wrong.\n<evaluation>1</evaluation>", "Right.\n<evaluation>9</evaluation>"],
+                    locate=["<step_n>3</step_n> Add one."], reroll=["Step 1: Add one."])
+    out = run(script, kb_path="", rpm_kb=False, rpm_width=1, rpm_ldb=False, rpm_rerollout=True,
+              rpm_layout="released", rpm_extract_steps=True)
+    assert script.roles == ["next", "critic", "roll", "extract", "code", "evaluate", "locate", "reroll", "extract",
+                            "code", "evaluate"]
+    grafted = [n for n in out["nodes"].values() if n.get("grafted")]
+    assert [(n["text"], n["action"]) for n in grafted][0] == ("2) Keep it.", "2) Keep\n  it.")
+    assert script.prompts["reroll"][0].endswith("Existing steps:\n\nStep 1: Multiply x by one.\n\n2) Keep\n  it.")
+
+
+def test_the_released_locator_reading():
+    """rpm_layout=released reads only a whole number in <step_n>, in range or not; the fallback is the first rolled
+    step's 0-based index (the last index when none was rolled)."""
+    from codeforest.agents.critic import locate_error
+    from codeforest.graphs.rpm_mcts import released_fallback
+    from codeforest.prompts import load_prompt
+
+    prompt = load_prompt("critic_rpm")
+    def located(reply, released=True):
+        model = RespondingChatModel(respond=lambda messages: reply)
+        return locate_error(model, prompt, "p", steps=["a", "b"], code="c", debug="d", fallback=7,
+                            released=released).value
+    assert [located("<step_n> 9 </step_n>"), located("<step_2>x</step_2>"), located("<step_n>step 1</step_n>")] \
+        == [9, 7, 7]
+    assert [located("<step_n> 9 </step_n>", False), located("<step_2>x</step_2>", False)] == [7, 2]
+    assert [released_fallback(5, 2), released_fallback(2, 2), released_fallback(0, 0)] == [2, 1, -1]

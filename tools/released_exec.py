@@ -18,6 +18,11 @@ IMPORTS = ["import math", "import re", "import sys", "import copy", "import date
            "import collections", "import heapq", "import statistics", "import functools", "import hashlib",
            "import numpy", "import numpy as np", "import string", "from typing import *", "from collections import *"]
 CODEPRM_LABEL = "# Current Execution Output:\n"
+# CodePRM's released executor runs all the public tests in one child process it waits 10 s for; a run that does not
+# finish by then reads as 21 failures ("the average number of tests"), each this text, and a pass rate of 0.
+RELEASED_JOIN_S = 10.0
+UNFINISHED_TESTS = 21
+UNFINISHED_OUTPUT = "Unknown test\n\n# Current Execution Output:\nThe code executes failed! No result got!"
 RPM_LABEL = "# Real Execution Output: \n"
 # The released exec_code and eval_code, run in a child of the sandboxed program: stdin JSON {entry, program, test,
 # limit}; the reply follows the marker on stdout.
@@ -129,6 +134,12 @@ def released_failures(text: str, tests: list[str], entry: str, *, label: str, li
         shown = reply.get("output") if isinstance(reply, dict) and isinstance(reply.get("output"), str) else error
         failures.append({"error": error, "output": f"\n{test.strip()}\n\n{label}{shown}"})
     return failures
+
+
+def unfinished_in_join(result) -> bool:
+    """True when the released CodePRM executor would have given up on this run: a test ran out of its time (as long
+    as the whole join), or all of them together took longer than the join."""
+    return any(o.timed_out for o in result.outcomes) or result.wall_s > RELEASED_JOIN_S
 
 
 def results_text(passed: list[bool], failures: list[dict]) -> str:

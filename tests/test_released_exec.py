@@ -1,0 +1,63 @@
+"""A failing test as the released HumanEval executors report it, run in a real sandbox: the frames' line numbers of
+their layout (16 import lines, the program, the assert), the value returned, TIMEOUT; and CodePRM's placeholders
+for a run its executor would not have waited for, as GVR shows them under ``gvr_error_text=released``."""
+
+from __future__ import annotations
+
+from codeforest.graphs import gvr
+from codeforest.suites import ExecutionResult, TestOutcome
+from codeforest.tools.released_exec import CODEPRM_LABEL, RPM_LABEL, released_failures, results_text, unfinished_in_join
+from tests.fakes import RespondingChatModel, RoleScript
+
+ASSERT = "assert inc(1) == 2"
+
+
+def test_a_wrong_value_is_the_value_returned_and_the_assert_line_follows_the_layout():
+    # fenced: the text after "```python" starts with a line break, so 16 imports, a blank, def (18), return (19),
+    # then four line breaks (the program's, the executor's, the join's, the assert's own) put the assert on 23
+    [failure] = released_failures("```python\ndef inc(x):\n    return x + 2\n```", [ASSERT], "inc",
+                                  label=CODEPRM_LABEL, limit=2)
+    assert failure == {"error": f'File "inc.py", line 23, in <module>\n{ASSERT}\nAssertionError',
+                       "output": f"\n{ASSERT}\n\n# Current Execution Output:\n3"}
+
+
+def test_an_error_shows_the_frames_from_the_first_in_the_program():
+    [failure] = released_failures("def inc(x):\n    return 1 / 0\n", [ASSERT], "inc", label=RPM_LABEL, limit=2)
+    frames = (f'File "inc.py", line 22, in <module>\n{ASSERT}\nFile "inc.py", line 18, in inc\n    return 1 / 0\n'
+              "ZeroDivisionError: division by zero")
+    assert failure == {"error": frames, "output": f"\n{ASSERT}\n\n# Real Execution Output: \n{frames}"}
+    assert results_text([True, False], [failure]) == str([[True, ""], [False, failure]])
+
+
+def test_a_test_out_of_time_reads_timeout():
+    [failure] = released_failures("def inc(x):\n    while True:\n        pass\n", [ASSERT], "inc",
+                                  label=CODEPRM_LABEL, limit=1)
+    assert failure["error"] == "TIMEOUT" and failure["output"].endswith("# Current Execution Output:\nTIMEOUT")
+
+
+def test_the_released_join_gives_up_on_a_test_out_of_time_or_a_run_past_ten_seconds():
+    quick = TestOutcome(test=ASSERT, passed=False)
+    assert not unfinished_in_join(ExecutionResult(0, 1, [quick], wall_s=9.9))
+    assert unfinished_in_join(ExecutionResult(0, 1, [quick], wall_s=10.1))
+    assert unfinished_in_join(ExecutionResult(0, 1, [TestOutcome(test=ASSERT, passed=False, timed_out=True)]))
+
+
+def test_gvr_shows_the_released_placeholders_for_a_program_that_never_returns():
+    """Under gvr_error_text=released a program running out of time reads as the released executor's 21
+    placeholder failures (the feedback shows the first 5) and a pass rate of 0, though one test passes."""
+    problem = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",
+               "entry_point": "inc", "public_tests": [ASSERT, "assert inc(0) == 1"]}
+    hangs = "```python\ndef inc(x):\n    while x:\n        pass\n    return 1\n```"  # inc(0) passes, inc(1) hangs
+    two = '[{"Thought-1": " Loop.", "Reasonableness": 0.6}, {"Thought-2": " Add.", "Reasonableness": 0.4}]'
+    script = RoleScript([("find which thought is flawed", "locate"), ("Revise and enhance the", "refine"),
+                         ("doesn't pass some test cases", "expand_fb"), ("Reasonableness", "expand"),
+                         ("Complete the Python program", "solver")],
+                        expand=[two], solver=[hangs], locate=['{"problematic id": 1}'], refine=[], expand_fb=[two])
+    context = gvr.GvrContext(structured_output=False, gvr_width=2, gvr_rollouts=1, gvr_reward="pub_test",
+                             gvr_verify="llm_locate", gvr_max_refines=0, gvr_error_text="released", test_timeout=1.0)
+    out = gvr.build_graph(model=RespondingChatModel(respond=script)).invoke({"problem": problem}, context=context)
+    leaf = out["nodes"]["n1"]
+    assert leaf["execution"]["passed"] == 1 and leaf["value"] == 0.0
+    placeholder = "Unknown test\n\n# Current Execution Output:\nThe code executes failed! No result got!"
+    assert leaf["feedback"] == "\n\n".join(f"## Failed test {k}: \n{placeholder}" for k in range(1, 6))
+    assert placeholder in script.prompts["expand_fb"][0]
