@@ -8,20 +8,22 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import json
 import random
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableBinding
 from openai import LengthFinishReasonError
 
-from codeforest.cost import tokens_spent, total_cost
+from codeforest.cost import money_spent, tokens_spent, total_cost
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
 from codeforest.tools.models import describe_model_failure, is_model_failure
@@ -32,6 +34,11 @@ T = TypeVar("T")
 _SPENT: ContextVar[list[dict] | None] = ContextVar("codeforest_spent", default=None)
 _LEFT: ContextVar[int | None] = ContextVar("codeforest_tokens_left", default=None)
 _WINDOW: ContextVar[int | None] = ContextVar("codeforest_window", default=None)
+_COST_LEFT: ContextVar[tuple[float, dict] | None] = ContextVar("codeforest_cost_left", default=None)
+_ROLE: ContextVar[str | None] = ContextVar("codeforest_role", default=None)
+# role -> (its model, the settings its entry fixes), or None for a role without one
+Router = Callable[[str], "tuple[BaseChatModel, frozenset[str]] | None"]
+_ROUTER: ContextVar[Router | None] = ContextVar("codeforest_router", default=None)
 CODE_TOKENS, TEXT_TOKENS = 4096, 2048  # the released CodeTree code's output limits: programs, everything else
 MIN_OUTPUT_TOKENS = 256
 
@@ -47,25 +54,89 @@ class ModelFault(RuntimeError):
 
 
 class BudgetSpent(ModelFault):
-    """The run's token budget was spent before a model call: the call is not made."""
+    """The run's token budget (``reason`` 'token_budget') or cost budget ('cost_budget') was spent before a model
+    call: the call is not made."""
+
+    def __init__(self, message: str, spent: dict, reason: str = "token_budget"):
+        super().__init__(message, spent)
+        self.reason = reason
 
 
 @contextlib.contextmanager
-def counting_calls(tokens_left: int | None = None, window: int | None = None) -> Iterator[list[dict]]:
+def counting_calls(tokens_left: int | None = None, window: int | None = None,
+                   cost_left: tuple[float, dict] | None = None) -> Iterator[list[dict]]:
     """Record the cost of every model call made inside (so a failure does not lose what was spent); with
-    ``tokens_left``, a call that would start once that many tokens are spent here raises ``BudgetSpent``.
+    ``tokens_left``, a call that would start once that many tokens are spent here raises ``BudgetSpent``, and so
+    with ``cost_left`` (what may still be spent, and the price table) once that much is spent.
 
     ``window`` turns on the per-role output limits (4096 tokens for a program, 2048 otherwise): 0 when the
     model's context is unknown, else the context one request has (the prompt is left room in it).
     """
     ledger: list[dict] = []
     token, left, limits = _SPENT.set(ledger), _LEFT.set(tokens_left), _WINDOW.set(window)
+    money = _COST_LEFT.set(cost_left)
     try:
         yield ledger
     finally:
         _SPENT.reset(token)
         _LEFT.reset(left)
         _WINDOW.reset(limits)
+        _COST_LEFT.reset(money)
+
+
+@contextlib.contextmanager
+def routing(router: Router | None) -> Iterator[None]:
+    """Inside, a call made for a role (``acts_as``) goes to the model ``router(role)`` gives, where it gives one."""
+    token = _ROUTER.set(router)
+    try:
+        yield
+    finally:
+        _ROUTER.reset(token)
+
+
+def acts_as(role: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """Mark an agent function as one role's: its model calls go to that role's model when the run names one."""
+    def mark(fn: Callable[..., T]) -> Callable[..., T]:
+        @functools.wraps(fn)
+        def as_role(*args, **kwargs):
+            token = _ROLE.set(role)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _ROLE.reset(token)
+        as_role.role = role
+        return as_role
+    return mark
+
+
+def _route() -> tuple[BaseChatModel, frozenset[str]] | None:
+    role, router = _ROLE.get(), _ROUTER.get()
+    return router(role) if role and router else None
+
+
+def routed(model):
+    """The model a call goes to: the current role's own (keeping what the caller bound, such as a seed, unless the
+    role's entry fixes it), else ``model``."""
+    found = _route()
+    if found is None:
+        return model
+    own, fixed = found
+    bound = dict(model.kwargs) if isinstance(model, RunnableBinding) else {}
+    kept = {k: v for k, v in bound.items() if k not in fixed}
+    fields = {k: v for k, v in kept.items() if k in getattr(type(own), "model_fields", {})}
+    if fields:  # set on a copy, not bound, so that they survive with_structured_output
+        own = own.model_copy(update=fields)
+        own.__dict__.pop("_serialized", None)  # the original's cached key, which lacks them
+    rest = {k: v for k, v in kept.items() if k not in fields}
+    return own.bind(**rest) if rest else own
+
+
+def model_name(model) -> str:
+    """The name a model's calls are counted under (an endpoint's model name; a .gguf file's name)."""
+    while isinstance(model, RunnableBinding):
+        model = model.bound
+    name = getattr(model, "model_name", None) or getattr(model, "model", None)
+    return name if isinstance(name, str) and name else type(model).__name__
 
 
 def output_limit(msgs: list[BaseMessage], role: str, window: int) -> int:
@@ -79,7 +150,7 @@ def output_limit(msgs: list[BaseMessage], role: str, window: int) -> int:
 
 def _limited(model, msgs: list[BaseMessage], role: str):
     window = _WINDOW.get()
-    if window is None:
+    if window is None or "max_tokens" in (_route() or (None, ()))[1]:  # a role's own limit stands
         return model
     limit = output_limit(msgs, role, window)
     if isinstance(model, BaseChatModel) and "max_tokens" in type(model).model_fields:
@@ -99,12 +170,14 @@ def without_output_limit(model):
 
 
 def _check_budget() -> None:
-    left = _LEFT.get()
-    if left is None:
+    left, money = _LEFT.get(), _COST_LEFT.get()
+    if left is None and money is None:
         return
     spent = _spent()
-    if tokens_spent(spent) >= left:
+    if left is not None and tokens_spent(spent) >= left:
         raise BudgetSpent("the token budget is spent", spent)
+    if money is not None and (money_spent(spent, money[1]) or 0.0) >= money[0]:
+        raise BudgetSpent("the cost budget is spent", spent, reason="cost_budget")
 
 
 def _invoke(runnable, msgs: list[BaseMessage], model: BaseChatModel):
@@ -182,8 +255,9 @@ def call_model(model: BaseChatModel, msgs: list[BaseMessage], role: str = "text"
     """Invoke the model once; return its text and the cost of the call (``ModelFault`` when it fails).
 
     ``role`` 'code' (a program) or 'text' picks the output limit when per-role limits are on."""
+    model = routed(model)
     reply = _invoke(_limited(model, msgs, role), msgs, model)
-    return reply_text(reply), _record(usage_cost(reply))
+    return reply_text(reply), _record(usage_cost(reply, model_name(model)))
 
 
 def call_model_choices(model: BaseChatModel, msgs: list[BaseMessage], n: int, **settings) -> tuple[list[str], dict]:
@@ -191,9 +265,14 @@ def call_model_choices(model: BaseChatModel, msgs: list[BaseMessage], n: int, **
     texts of the replies the endpoint gave, and the call's cost."""
     from langchain_core.runnables import RunnableLambda
 
+    model = routed(model)
+    if isinstance(model, RunnableBinding):  # what the caller bound, under what this call sets
+        model, settings = model.bound, {**model.kwargs, **settings}
     result = _invoke(RunnableLambda(lambda m: model.generate([m], n=n, **settings)), msgs, model)
     choices = result.generations[0] if result.generations else []
-    cost = usage_cost(choices[0].message) if choices else {"llm_calls": 1, "prompt_tokens": 0, "completion_tokens": 0}
+    name = model_name(model)
+    cost = usage_cost(choices[0].message, name) if choices else \
+        {"llm_calls": 1, "prompt_tokens": 0, "completion_tokens": 0, "models": {name: {"llm_calls": 1}}}
     return [reply_text(c.message) for c in choices], _record(cost)
 
 
@@ -205,11 +284,14 @@ def reply_text(reply: BaseMessage) -> str:
     return str(content)
 
 
-def usage_cost(reply: BaseMessage) -> dict:
-    """One LLM call with the token counts the endpoint reported (a cache hit is marked as such)."""
+def usage_cost(reply: BaseMessage, model: str = "") -> dict:
+    """One LLM call with the token counts the endpoint reported (a cache hit is marked as such), counted under
+    ``model``'s name as well when one is given."""
     usage = (getattr(reply, "usage_metadata", None) or {}) if isinstance(reply, AIMessage) else {}
     cost = {"llm_calls": 1, "prompt_tokens": int(usage.get("input_tokens", 0)),
             "completion_tokens": int(usage.get("output_tokens", 0))}
+    if model:
+        cost["models"] = {model: dict(cost)}
     if usage.get("total_cost", None) == 0:  # LangChain zeroes total_cost only on a cache hit
         cost["cached_calls"] = 1
     return cost
@@ -240,6 +322,7 @@ def structured_call(model: BaseChatModel, msgs: list[BaseMessage], schema: dict,
     Returns (parsed object or None, raw text, cost). With ``enabled`` False, or a model that cannot
     constrain its output, it is one plain call and the caller parses the text (the papers' fallbacks).
     """
+    model = routed(model)
     if enabled:
         try:
             runnable = _limited(model, msgs, "text").with_structured_output(schema, method="json_schema",
@@ -250,10 +333,11 @@ def structured_call(model: BaseChatModel, msgs: list[BaseMessage], schema: dict,
             try:
                 out = _invoke(runnable, msgs, model)
             except LengthFinishReasonError as exc:  # the client refuses to parse a reply cut off at its limit
-                return None, truncated_text(exc), _record(truncated_cost(exc))
+                return None, truncated_text(exc), _record(truncated_cost(exc, model_name(model)))
             raw = out["raw"]
             parsed = out.get("parsed")
-            return (parsed if isinstance(parsed, dict) else None), reply_text(raw), _record(usage_cost(raw))
+            return (parsed if isinstance(parsed, dict) else None), reply_text(raw), \
+                _record(usage_cost(raw, model_name(model)))
     text, cost = call_model(model, msgs)
     return None, text, cost
 
@@ -264,11 +348,12 @@ def truncated_text(exc: LengthFinishReasonError) -> str:
     return (choices[0].message.content or "") if choices else ""
 
 
-def truncated_cost(exc: LengthFinishReasonError) -> dict:
-    """The cost of that reply, from the usage the endpoint reported."""
+def truncated_cost(exc: LengthFinishReasonError, model: str = "") -> dict:
+    """The cost of that reply, from the usage the endpoint reported (counted under ``model`` as well)."""
     usage = exc.completion.usage
-    return {"llm_calls": 1, "prompt_tokens": int(usage.prompt_tokens) if usage else 0,
+    cost = {"llm_calls": 1, "prompt_tokens": int(usage.prompt_tokens) if usage else 0,
             "completion_tokens": int(usage.completion_tokens) if usage else 0}
+    return {**cost, "models": {model: dict(cost)}} if model else cost
 
 
 _FENCE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL | re.IGNORECASE)

@@ -10,6 +10,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from codeforest.agents.base import (
     Reply,
+    acts_as,
     call_model,
     messages,
     render_formatted,
@@ -78,6 +79,7 @@ def _judge(model, prompt: Prompt, task: str, problem: Problem, code: str, feedba
     return Reply(value, raw, cost, analysis=analysis)
 
 
+@acts_as("critic")
 def score_tests(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code: str, feedback: str,
                 structured: bool = False) -> Reply[int]:
     """How close the failing outputs are to the expected ones, 0-5 (unreadable: 0)."""
@@ -85,6 +87,7 @@ def score_tests(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code:
                   SCORE_FALLBACK, structured)
 
 
+@acts_as("critic")
 def verify(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code: str, feedback: str,
            structured: bool = False) -> Reply[bool]:
     """Whether a program that passes the visible tests generalises (unreadable: accepted)."""
@@ -115,6 +118,7 @@ def parse_evaluation(text: str, clamp: bool = True) -> float | None:
     return max(-1.0, min(1.0, float(match.group()))) if clamp else float(match.group())
 
 
+@acts_as("critic")
 def self_evaluate(model: BaseChatModel, prompt: Prompt, problem: Problem, *, thoughts: str, code: str,
                   structured: bool = False, clamp: bool = True) -> Reply[float]:
     """RethinkMCTS's self-evaluation v_llm ∈ [-1, 1] of a program passing the public tests (unreadable: 0.0;
@@ -132,6 +136,7 @@ def self_evaluate(model: BaseChatModel, prompt: Prompt, problem: Problem, *, tho
     return Reply(value, raw, cost, analysis=raw.strip())
 
 
+@acts_as("critic")
 def analyze_blocks(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code: str, test: str, output: str,
                    trace: str, structured: bool = False) -> Reply[str]:
     """The LDB-style judgement of each traced block, as text to append to the verbal feedback."""
@@ -147,6 +152,7 @@ def analyze_blocks(model: BaseChatModel, prompt: Prompt, problem: Problem, *, co
 LDB_STOPS = ["[debug end]", "Here is the updated code:"]  # the released LDB chat's stop strings
 
 
+@acts_as("critic")
 def analyze_blocks_released(model: BaseChatModel, prompt: Prompt, *, problem: str, thoughts: str, program: str,
                             failed_test: str, trace: str) -> Reply[str]:
     """LDB's block analysis as the released RethinkMCTS asks for it: a chat of the system message, the task with
@@ -164,17 +170,19 @@ def _tagged_number(text: str, tag: str) -> float | None:
     return None if match is None else float(match.group(1))
 
 
+@acts_as("critic")
 def score_steps(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list[str]) -> Reply[float]:
     """RPM-MCTS's step critic: 0-10 for a partial solution (released rubric); unreadable: 0 (counted)."""
-    raw, cost = call_model_text(model, prompt.render("critic", problem=problem, steps="\n".join(steps)))
+    raw, cost = _call_model_text(model, prompt.render("critic", problem=problem, steps="\n".join(steps)))
     value = _tagged_number(raw, "score")
     return Reply(0.0 if value is None else max(0.0, min(10.0, value)), raw, cost, parsed=value is not None)
 
 
+@acts_as("critic")
 def evaluate_solution(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list[str], code: str,
                       results: str) -> Reply[float]:
     """RPM-MCTS's solution evaluator: 0-10 from steps, code and sandbox results; unreadable: 5.0 (released)."""
-    raw, cost = call_model_text(model, prompt.render("evaluate", problem=problem, steps="\n".join(steps), code=code,
+    raw, cost = _call_model_text(model, prompt.render("evaluate", problem=problem, steps="\n".join(steps), code=code,
                                                      results=results))
     value = _tagged_number(raw, "evaluation")
     analysis = re.sub(r"<evaluation>.*?(</evaluation>|\Z)", "", raw, flags=re.S | re.I).strip()
@@ -182,6 +190,7 @@ def evaluate_solution(model: BaseChatModel, prompt: Prompt, problem: str, *, ste
                  analysis=analysis)
 
 
+@acts_as("locator")
 def locate_error(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list[str], code: str, debug: str,
                  fallback: int, released: bool = False) -> Reply[int]:
     """RPM-MCTS's error-step locator: the 1-based number of the first wrong step and the points to note.
@@ -191,7 +200,7 @@ def locate_error(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: l
     takes the 0-based index of the first rolled step, read as a 1-based step number). ``released``: only a whole
     integer in ``<step_n></step_n>`` is read, in range or not, as the released code reads it.
     """
-    raw, cost = call_model_text(model, prompt.render("locate", problem=problem, steps="\n".join(steps), code=code,
+    raw, cost = _call_model_text(model, prompt.render("locate", problem=problem, steps="\n".join(steps), code=code,
                                                      debug=debug))
     analysis = re.sub(r"<(?:step_n|step_\d+)>[^<\n]*(?:</step_[^>]*>)?", "", raw, flags=re.I).strip()
     if released:
@@ -205,6 +214,6 @@ def locate_error(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: l
     return Reply(number if readable else fallback, raw, cost, parsed=readable, analysis=analysis)
 
 
-def call_model_text(model: BaseChatModel, user: str) -> tuple[str, dict]:
+def _call_model_text(model: BaseChatModel, user: str) -> tuple[str, dict]:
     """One user message, the reply's text and cost."""
     return call_model(model, [HumanMessage(user)])

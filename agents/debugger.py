@@ -5,7 +5,7 @@ from __future__ import annotations
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from codeforest.agents.base import Reply, call_model
+from codeforest.agents.base import Reply, acts_as, call_model
 from codeforest.agents.solver import program_reply
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
@@ -13,6 +13,7 @@ from codeforest.prompts import Prompt
 REVIEW_MARK = "[additional review]:"
 
 
+@acts_as("debugger")
 def repair(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code: str, feedback: str,
            reflection: str, review: bool = False) -> Reply[str]:
     """The Reflexion-style multi-turn repair; the Critic's review is stripped from the feedback unless ``review``."""
@@ -30,6 +31,7 @@ def repair(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code: str,
     return program_reply(problem, raw, cost)
 
 
+@acts_as("debugger")
 def repair_from_reflection(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code: str,
                            reflection: str) -> Reply[str]:
     """BESTER's repair: the original query, the program as the model's answer, then the reflection.

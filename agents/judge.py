@@ -10,7 +10,7 @@ import re
 
 from langchain_core.language_models import BaseChatModel
 
-from codeforest.agents.base import Reply, call_model, messages
+from codeforest.agents.base import Reply, acts_as, call_model, messages
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
 
@@ -23,6 +23,7 @@ def parse_choice(text: str) -> str | None:
     return {"A": "first", "B": "second"}[found[-1].upper()] if found else None
 
 
+@acts_as("judge")
 def compare_outputs(model: BaseChatModel, prompt: Prompt, problem: Problem, *, given: str, first: str,
                     second: str) -> Reply[str | None]:
     """Which output (shown first or second) the model holds right for ``given``; ``None`` when unreadable."""

@@ -7,11 +7,12 @@ import re
 
 from langchain_core.language_models import BaseChatModel
 
-from codeforest.agents.base import Reply, call_model, messages, with_system
+from codeforest.agents.base import Reply, acts_as, call_model, messages, with_system
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
 
 
+@acts_as("rethink")
 def rethink(model: BaseChatModel, prompt: Prompt, problem: Problem, *, thoughts: str, code: str,
             feedback: str, key: str = "user") -> Reply[str]:
     """A replacement thought (one or two sentences, no code) from the ``key`` template; an empty answer keeps
@@ -23,6 +24,7 @@ def rethink(model: BaseChatModel, prompt: Prompt, problem: Problem, *, thoughts:
     return Reply(text or raw.strip(), raw, cost)
 
 
+@acts_as("rethink")
 def refine(model: BaseChatModel, prompt: Prompt, *, state: str, code: str, feedback: str,
            refine_id: int) -> Reply[str]:
     """CodePRM's Refine: a new thought replacing the ``refine_id``-Thought (1-based) of the numbered ``state``."""

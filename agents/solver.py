@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from langchain_core.language_models import BaseChatModel
 
-from codeforest.agents.base import Reply, assemble_program, call_model, extract_code, with_system
+from codeforest.agents.base import Reply, acts_as, assemble_program, call_model, extract_code, with_system
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
 
 
+@acts_as("solver")
 def write_code(model: BaseChatModel, prompt: Prompt, problem: Problem, hint: str | None = None,
                thoughts: str | None = None, shown: str | None = None) -> Reply[str]:
     """Ask the model for a full program from the problem and a hint (CodeTree) or thoughts (the MCTS graphs).

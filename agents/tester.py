@@ -12,7 +12,7 @@ import re
 
 from langchain_core.language_models import BaseChatModel
 
-from codeforest.agents.base import Reply, call_model, messages
+from codeforest.agents.base import Reply, acts_as, call_model, messages
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
 from codeforest.tools.probes import valid_call
@@ -62,6 +62,7 @@ def parse_stdin(text: str, with_expected: bool) -> list[dict]:
     return [{"input": given, "expected": expected} for given, expected in found.items()]
 
 
+@acts_as("tester")
 def write_inputs(model: BaseChatModel, prompt: Prompt, problem: Problem, *, k: int = 10,
                  codet: bool = False) -> Reply[list[dict]]:
     """Up to ``k`` inputs for the problem (with expected outputs in ``codet`` mode); none readable: a parse failure."""

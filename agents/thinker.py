@@ -19,6 +19,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 
 from codeforest.agents.base import (
     Reply,
+    acts_as,
     call_model,
     call_model_choices,
     messages,
@@ -69,6 +70,7 @@ def _ask(model: BaseChatModel, prompt: Prompt, mode: str, system: str, user: str
     return Reply(items, raw, cost, parsed=bool(items))
 
 
+@acts_as("thinker")
 def strategies(model: BaseChatModel, prompt: Prompt, problem: Problem, *, width: int = 10,
                fixed: int | None = None, released: bool = False) -> Reply[list[str]]:
     """Strategies for the problem: the model decides how many (capped at ``width``), or exactly ``fixed``."""
@@ -78,6 +80,7 @@ def strategies(model: BaseChatModel, prompt: Prompt, problem: Problem, *, width:
     return _ask(model, prompt, "strategy", system, user, width, fixed, released)
 
 
+@acts_as("thinker")
 def reflections(model: BaseChatModel, prompt: Prompt, problem: Problem, *, strategy: str, code: str,
                 feedback: str, width: int = 10, fixed: int | None = None,
                 released: bool = False) -> Reply[list[str]]:
@@ -92,6 +95,7 @@ def reflections(model: BaseChatModel, prompt: Prompt, problem: Problem, *, strat
     return _ask(model, prompt, "reflection", system, user, width, fixed, released)
 
 
+@acts_as("reflection")
 def self_reflection(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code: str,
                     errors: str) -> Reply[str]:
     """BESTER's self-reflection: the issues of a failing program in plain words, no code (App. D).
@@ -180,6 +184,7 @@ def echoed(thought: str, words: str) -> bool:
     return len(thought) >= ECHO_MIN_CHARS and thought in words
 
 
+@acts_as("thinker")
 def thoughts(model: BaseChatModel, prompt: Prompt, problem: Problem, *, previous: str, width: int = 3,
              code: str | None = None, feedback: str | None = None, structured: bool = False,
              feedback_key: str = "expand_with_feedback",
@@ -256,6 +261,7 @@ def parse_topic(text: str) -> str | None:
         next((t for t in TOPICS if t.lower() in said or said in t.lower()), None)
 
 
+@acts_as("thinker")
 def solution_steps(model: BaseChatModel, prompt: Prompt, problem: str, solution: str) -> Reply[dict]:
     """RPM-MCTS's knowledge-base entry: the algorithmic steps of a correct solution and its topic.
 
@@ -268,6 +274,7 @@ def solution_steps(model: BaseChatModel, prompt: Prompt, problem: str, solution:
     return Reply({"steps": steps, "topic": parse_topic(raw) or "Other"}, raw, cost, parsed=bool(steps))
 
 
+@acts_as("topic")
 def classify_topic(model: BaseChatModel, prompt: Prompt, problem: str) -> Reply[str]:
     """RPM-MCTS's topic of the problem being solved, one of the 14 (unreadable: "Other")."""
     raw, cost = call_model(model, [HumanMessage(prompt.render("topic", problem=problem,
@@ -276,6 +283,7 @@ def classify_topic(model: BaseChatModel, prompt: Prompt, problem: str) -> Reply[
     return Reply(topic or "Other", raw, cost, parsed=topic is not None)
 
 
+@acts_as("thinker")
 def next_step(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list[str] | str,
               siblings: list[str] | str, reflection: str, released_path: str | None = None) -> Reply[str]:
     """RPM-MCTS's next-step proposer: one new step after ``steps``, unlike its ``siblings`` (sampled by the caller).
@@ -338,6 +346,7 @@ class RollOut(NamedTuple):
     written: list[str]  # what the code writer implements (the released code gives it the roller's whole reply)
 
 
+@acts_as("thinker")
 def full_steps(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list[str],
                wrong: str | None = None, shown: str | None = None) -> Reply[RollOut]:
     """RPM-MCTS's roll-out: the path's steps continued to a complete solution (the path kept as it is); with
@@ -365,6 +374,7 @@ def full_steps(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: lis
     return Reply(RollOut(rolled, shown), raw, cost, parsed=bool(written))
 
 
+@acts_as("thinker")
 def extract_steps(model: BaseChatModel, prompt: Prompt, reply: str) -> Reply[list[tuple[int, str]]]:
     """The released step extractor: a roll-out's reply broken into ``<step>`` tags by the model; the numbered steps
     of its answer (none readable: a parse failure)."""
@@ -384,6 +394,7 @@ def tag_step_text(tag: str) -> str:
     return numbered[0][1] if len(numbered) == 1 else " ".join(tag.split())
 
 
+@acts_as("thinker")
 def edit_step(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list[str] | str,
               wrong: str) -> Reply[str | None]:
     """The released node editor: a rewritten last step (``<edit>yes</edit>Step n: ...``), or None to keep it.
@@ -400,6 +411,7 @@ def edit_step(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list
     return Reply(body if match.group(1).lower() == "yes" and body else None, raw, cost)
 
 
+@acts_as("thinker")
 def one_thought(model: BaseChatModel, prompt: Prompt, problem: Problem, *, previous: str, code: str | None = None,
                 feedback: str | None = None, released: bool = False) -> Reply[tuple[str, float] | None]:
     """CodePRM's fallback when a thought list cannot be read: one sampled {"Thought", "Reasonableness"} (the
@@ -418,6 +430,7 @@ def one_thought_prompt(prompt: Prompt, problem: Problem, previous: str, code: st
                                              feedback=feedback or ""))
 
 
+@acts_as("thinker")
 def sampled_thoughts(model: BaseChatModel, prompt: Prompt, problem: Problem, *, previous: str, n: int,
                      code: str | None = None, feedback: str | None = None, released: bool = False,
                      **settings) -> Reply[list[tuple[str, float] | None]]:
@@ -451,6 +464,7 @@ def read_one_thought(raw: str, prompt: Prompt, key: str, released: bool) -> tupl
     return value
 
 
+@acts_as("thinker")
 def chain_step(model: BaseChatModel, prompt: Prompt, problem: Problem, *, previous: str) -> Reply[str]:
     """CodePRM's Best-of-N: the next thought of a chain in one or two sentences (sampled by the caller)."""
     user = prompt.render("step", problem=problem["prompt"], thoughts=previous)

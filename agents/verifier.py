@@ -18,7 +18,16 @@ import re
 
 from langchain_core.language_models import BaseChatModel
 
-from codeforest.agents.base import Reply, call_model, fault, messages, record_call, render_formatted, structured_call
+from codeforest.agents.base import (
+    Reply,
+    acts_as,
+    call_model,
+    fault,
+    messages,
+    record_call,
+    render_formatted,
+    structured_call,
+)
 from codeforest.prompts import Prompt
 from codeforest.tools.prm import PRMError, PRMReplyError, PRMScorer
 
@@ -91,6 +100,7 @@ def parse_location(text: str, count: int, released: bool = False) -> int | None:
     return position if 0 <= position < count else None
 
 
+@acts_as("locator")
 def locate_flawed(model: BaseChatModel, prompt: Prompt, *, state: str, code: str, feedback: str,
                   count: int, released: bool = False) -> Reply[int]:
     """The thought (0-based) the model names as the flawed one; an unreadable or out-of-range answer is the
@@ -103,6 +113,7 @@ def locate_flawed(model: BaseChatModel, prompt: Prompt, *, state: str, code: str
     return Reply(position, raw, cost)
 
 
+@acts_as("verifier")
 def score_thoughts(model: BaseChatModel, prompt: Prompt, problem: str, thoughts: list[str], code: str | None,
                    feedback: str | None, *, structured: bool = False) -> Reply[list[float]]:
     """The LLM's score of each thought; ``code`` None: the math-style input (problem and thoughts only)."""

@@ -24,8 +24,8 @@ from pathlib import Path
 from langchain_core.language_models import BaseChatModel
 
 from codeforest.api import solve
-from codeforest.context import Context, non_default_settings
-from codeforest.cost import tokens_spent
+from codeforest.context import Context, RoleModel, non_default_settings
+from codeforest.cost import money_spent, tokens_spent
 from codeforest.graphs.kit import passes_public
 from codeforest.jsonl import append_record
 from codeforest.problems import Task
@@ -51,8 +51,35 @@ OPERATIONAL_FIELDS = frozenset({"model", "base_url", "api_key_env", "request_tim
 
 
 def result_settings(context: Context) -> dict:
-    """The context fields a run sets away from their defaults that can change its results (e.g. an ablation)."""
-    return non_default_settings(context, OPERATIONAL_FIELDS)
+    """The context fields a run sets away from their defaults that can change its results (e.g. an ablation); a
+    model by its name (a .gguf file's name, never its path), each role's as ``role=model``."""
+    settings = non_default_settings(context, OPERATIONAL_FIELDS)
+    for name in ("selector_model", "verifier_model"):
+        if name in settings:
+            settings[name] = shown_model(settings[name])
+    if "roles" in settings:
+        settings["roles"] = ",".join(f"{role}={role_label(entry)}" for role, entry in sorted(settings["roles"].items()))
+    if "prices" in settings:
+        settings["prices"] = {name: list(price) for name, price in sorted(settings["prices"].items())}
+    return settings
+
+
+def model_costs(cost: dict, context: Context) -> dict:
+    """A record's calls and tokens per model (``models``) and their ``cost`` in the price table's unit (None when a
+    model has no price)."""
+    return {"models": cost.get("models", {}), "cost": money_spent(cost, context.prices)}
+
+
+def shown_model(model: str) -> str:
+    """A model as records and labels show it: a .gguf path by its file name."""
+    return Path(model).name if model.endswith(".gguf") else model
+
+
+def role_label(entry: RoleModel) -> str:
+    """A role's model as records show it, with the settings its entry fixes."""
+    fixed = [f"{k}:{v}" for k, v in (("temperature", entry.temperature), ("max_tokens", entry.max_tokens))
+             if v is not None]
+    return "/".join([shown_model(entry.model), *fixed])
 
 
 def run_label(record: dict, leave_out: tuple[str, ...] = ()) -> str:
@@ -61,6 +88,22 @@ def run_label(record: dict, leave_out: tuple[str, ...] = ()) -> str:
     shown = [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in sorted(settings.items())
              if k not in leave_out]
     return " ".join([record["graph"], *shown])
+
+
+def parse_cost_budgets(text: str) -> list[float]:
+    """``--cost-budget 0.002,0.01``: positive amounts in the price table's unit, largest first."""
+    budgets = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        try:
+            value = float(part)
+        except ValueError:
+            value = float("nan")
+        if not value > 0 or value == float("inf"):
+            raise ValueError(f"--cost-budget takes comma-separated positive amounts (0.002,0.01), not {part!r}")
+        budgets.append(value)
+    if not budgets:
+        raise ValueError("--cost-budget needs at least one amount")
+    return sorted(set(budgets), reverse=True)
 
 
 def parse_budgets(text: str) -> list[int]:
@@ -315,7 +358,7 @@ class Bench:
             record.update(final_code=output["final_code"] or "", final_node=output["final_node"],
                           stop_reason=output["stop_reason"], public_pass_rate=output["public_pass_rate"],
                           public_passing_programs=public_passing_programs(nodes), tree_programs=tree_programs(nodes),
-                          **{k: output["cost"].get(k, 0) for k in COST_FIELDS})
+                          **{k: output["cost"].get(k, 0) for k in COST_FIELDS}, **model_costs(output["cost"], context))
             if output["stop_reason"] == "model_error":  # the partial result and its true cost; --retry-errors reruns it
                 record["error"] = redact(f"model_error: {output['error']}")
             score = score_private(task, record["final_code"], backend=self.context.sandbox)
@@ -332,7 +375,7 @@ class Bench:
             record["traceback"] = redact(portable_traceback(traceback.format_exc(limit=8)))
             spent = getattr(exc, "cost_before_error", None)
             if spent is not None:  # the graph raised: a lower bound, the raising step's calls are lost
-                record.update({k: spent.get(k, 0) for k in COST_FIELDS})
+                record.update({k: spent.get(k, 0) for k in COST_FIELDS}, **model_costs(spent, context))
         return nodes
 
     def _scored_selection(self, task: Task, selection: dict, record: dict) -> dict:

@@ -15,8 +15,30 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
+from codeforest.roles import ROLE_NAMES
+
 ENV_PREFIX = "CODEFOREST_"
 C = TypeVar("C", bound="Context")
+class RoleModel(BaseModel):
+    """The model one role talks to: a model name at an endpoint (embedded when ``base_url`` is empty)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(min_length=1, description=(
+        "A model name at `base_url`, or embedded ('local', 'small', a .gguf path) when that is empty."))
+    base_url: str = Field(default="", description="Its OpenAI-compatible endpoint (empty: embedded).")
+    api_key_env: str = Field(default="", description=(
+        "Name of the environment variable holding the endpoint's key (empty: the run's `api_key_env`)."))
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0, description=(
+        "Its sampling temperature (none: what the calling graph asks for)."))
+    max_tokens: int | None = Field(default=None, ge=-1, description=(
+        "Its completion token limit (none: the run's `max_tokens`)."))
+
+    @model_validator(mode="after")
+    def _url(self) -> RoleModel:
+        if self.base_url and not self.base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must be an http:// or https:// URL, not {self.base_url!r}")
+        return self
 
 
 class Context(BaseModel):
@@ -88,6 +110,19 @@ class Context(BaseModel):
         "The OpenAI-compatible endpoint of `selector_model` (empty: embedded)."))
     selector_api_key_env: str = Field(default="", description=(
         "Name of the environment variable holding `selector_base_url`'s key (empty: `api_key_env`)."))
+    roles: dict[str, RoleModel] = Field(default_factory=dict, description=(
+        "A model for each role named (" + ", ".join(ROLE_NAMES) + "): {role: {model, base_url, api_key_env, "
+        "temperature, max_tokens}}; a role not named uses the search's model. `selector_model` and "
+        "`verifier_model` are shorthands for the tester and judge, and the verifier (an entry here wins). CLI: "
+        "--role critic=MODEL@URL; environment: CODEFOREST_ROLES as JSON."))
+    prices: dict[str, tuple[float, float]] = Field(default_factory=dict, description=(
+        "Price per million tokens, (input, output), per model name as records name it. A model whose name states "
+        "its size ('...-1.5b-...') costs its parameter count in billions by default (the embedded 1.5B: 1.5, "
+        "the 0.5B: 0.5); any other model needs a price for `cost_budget`."))
+    cost_budget: float = Field(default=0.0, ge=0.0, description=(
+        "What a run may spend in the price table's unit (0: no limit), as `token_budget` does with tokens: no "
+        "model call starts once it is spent, and the search returns its best program so far with stop_reason "
+        "'cost_budget'."))
     min_candidates: int = Field(default=1, ge=1, description=(
         "Distinct programs passing the public tests that a search which stops at the first one collects before "
         "it stops (1: the paper's rule); the selector then chooses among them."))
@@ -105,7 +140,8 @@ class Context(BaseModel):
                 continue
             adapter = TypeAdapter(info.rebuild_annotation())
             try:
-                data[name] = adapter.validate_python(raw.strip())
+                structured = name in ("roles", "prices")  # given as JSON
+                data[name] = adapter.validate_json(raw) if structured else adapter.validate_python(raw.strip())
             except ValidationError as exc:
                 reason = exc.errors()[0]["msg"]
                 raise ValueError(f"{ENV_PREFIX}{name.upper()}={raw!r} is not a valid {name}: {reason}") from None
@@ -126,9 +162,36 @@ class Context(BaseModel):
                              "judge use at that endpoint")
         return self
 
-    def selector_context(self) -> Context:
-        """The context the Tester and the judge talk through: this one, or its selector endpoint's."""
-        return own_endpoint(self, self.selector_model, self.selector_base_url, self.selector_api_key_env)
+    @model_validator(mode="after")
+    def _roles_are_known(self) -> Context:
+        unknown = sorted(set(self.roles) - set(ROLE_NAMES))
+        if unknown:
+            raise ValueError(f"unknown role(s) {', '.join(unknown)} in roles; the roles: {', '.join(ROLE_NAMES)}")
+        return self
+
+    def role_entries(self) -> dict[str, RoleModel]:
+        """Every role with a model of its own: ``roles``, and the tester, judge and verifier that
+        ``selector_model`` and ``verifier_model`` name (an entry in ``roles`` wins)."""
+        entries = {}
+        if self.selector_model:
+            entry = RoleModel(model=self.selector_model, base_url=self.selector_base_url,
+                              api_key_env=self.selector_api_key_env)
+            entries.update(tester=entry, judge=entry)
+        verifier_model = getattr(self, "verifier_model", "")
+        if verifier_model:
+            entries["verifier"] = RoleModel(model=verifier_model, base_url=getattr(self, "verifier_base_url", ""),
+                                            api_key_env=getattr(self, "verifier_api_key_env", ""))
+        return {**entries, **self.roles}
+
+    def role_context(self, role: str) -> Context:
+        """The context a role's calls go through: its own entry's endpoint, model and settings, else this one."""
+        entry = self.role_entries().get(role)
+        if entry is None:
+            return self
+        fixed = {"temperature": entry.temperature, "max_tokens": entry.max_tokens}
+        return Context.of(self, model=entry.model, base_url=entry.base_url,
+                          api_key_env=entry.api_key_env or self.api_key_env,
+                          **{k: v for k, v in fixed.items() if v is not None})
 
     def slots_needed(self) -> int:
         """Model requests a run may send at once: the embedded server gets that many slots."""
@@ -156,17 +219,10 @@ class Context(BaseModel):
         return cls(**{k: v for k, v in {**values, **overrides}.items() if k in cls.model_fields})
 
 
-def own_endpoint(context: Context, model: str, base_url: str, api_key_env: str) -> Context:
-    """The context a role with a model of its own talks through (``context`` itself when ``model`` is empty)."""
-    if not model:
-        return context
-    return Context.of(context, model=model, base_url=base_url, api_key_env=api_key_env or context.api_key_env)
-
-
 def non_default_settings(context: Context, leave_out: frozenset[str] = frozenset()) -> dict:
     """The fields a context sets away from their defaults, except ``leave_out``."""
     return {name: getattr(context, name) for name, info in type(context).model_fields.items()
-            if name not in leave_out and getattr(context, name) != info.default}
+            if name not in leave_out and getattr(context, name) != info.get_default(call_default_factory=True)}
 
 
 class VerifierContext(Context):
@@ -218,10 +274,6 @@ class VerifierContext(Context):
             raise ValueError("verifier_model names the LLM Verifier's model, but verifier='http' scores with the "
                              "PRM at verifier_url")
         return self
-
-    def verifier_context(self) -> Context:
-        """The context the LLM Verifier talks through: this one, or its own endpoint's."""
-        return own_endpoint(self, self.verifier_model, self.verifier_base_url, self.verifier_api_key_env)
 
 
 class ThoughtTreeContext(VerifierContext):

@@ -1,9 +1,11 @@
-"""What a search spends: model calls, tokens, programs and sandbox runs, as one plain record that adds up."""
+"""What a search spends: model calls, tokens, programs and sandbox runs, as one plain record that adds up; the
+calls and tokens of each model (``models``), and their price."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 
 from typing_extensions import TypedDict
 
@@ -19,16 +21,28 @@ class Cost(TypedDict, total=False):
     parse_failures: int
     cached_calls: int  # model calls answered from the response cache (no endpoint request)
     prm_calls: int  # calls to a PRM endpoint (a trained verifier; an LLM verifier's calls are llm_calls)
+    models: dict[str, dict[str, int]]  # per model name: llm_calls, prompt_tokens, completion_tokens
 
 
 COST_KEYS = ("llm_calls", "prompt_tokens", "completion_tokens", "programs", "sandbox_runs", "parse_failures",
              "cached_calls", "prm_calls")
+MODEL_KEYS = ("llm_calls", "prompt_tokens", "completion_tokens")
+# The embedded models' default price (per million tokens, input and output alike): their parameter count in
+# billions, so a 1.5B model's tokens cost three times a 0.5B model's unless the user sets prices.
+_PARAMETERS = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)b(?![a-z])", re.IGNORECASE)
 
 
 def add_cost(left: Cost | None, right: Cost | None) -> Cost:
-    """Sum two cost records key by key."""
+    """Sum two cost records key by key (and model by model)."""
     left, right = left or {}, right or {}
-    return {k: left.get(k, 0) + right.get(k, 0) for k in COST_KEYS}
+    total: Cost = {k: left.get(k, 0) + right.get(k, 0) for k in COST_KEYS}
+    models = {**left.get("models", {})}
+    for name, counts in right.get("models", {}).items():
+        mine = models.get(name, {})
+        models[name] = {k: mine.get(k, 0) + counts.get(k, 0) for k in MODEL_KEYS}
+    if models:
+        total["models"] = models
+    return total
 
 
 def tokens_spent(cost: Cost | dict | None) -> int:
@@ -40,3 +54,38 @@ def tokens_spent(cost: Cost | dict | None) -> int:
 def total_cost(costs: Iterable[Cost | None]) -> Cost:
     """The sum of several cost records."""
     return functools.reduce(add_cost, costs, {})
+
+
+def default_price(model: str) -> tuple[float, float] | None:
+    """An embedded-style model's default price per million tokens (input, output): its parameter count in billions
+    as its file name states it ('qwen2.5-coder-1.5b-instruct-q4_k_m' -> 1.5); None when the name states none."""
+    found = _PARAMETERS.findall(model.rsplit("/", 1)[-1])
+    return (float(found[-1]),) * 2 if found else None
+
+
+def price_of(model: str, prices: Mapping[str, Iterable[float]]) -> tuple[float, float] | None:
+    """A model's price per million tokens (input, output): the table's, else the default (``default_price``)."""
+    if model in prices:
+        given = tuple(float(p) for p in prices[model])
+        return (given[0], given[-1])
+    return default_price(model)
+
+
+def unpriced(cost: Cost | dict | None, prices: Mapping[str, Iterable[float]]) -> list[str]:
+    """The models of a cost record that have no price."""
+    return sorted(name for name in (cost or {}).get("models", {}) if price_of(name, prices) is None)
+
+
+def money_spent(cost: Cost | dict | None, prices: Mapping[str, Iterable[float]]) -> float | None:
+    """What a cost record's tokens cost, in the price table's unit (None when a model in it has no price, or the
+    record counts tokens without saying whose)."""
+    cost = cost or {}
+    if tokens_spent(cost) and not cost.get("models"):
+        return None
+    total = 0.0
+    for name, counts in (cost or {}).get("models", {}).items():
+        price = price_of(name, prices)
+        if price is None:
+            return None
+        total += (counts.get("prompt_tokens", 0) * price[0] + counts.get("completion_tokens", 0) * price[1]) / 1e6
+    return total

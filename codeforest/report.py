@@ -10,6 +10,8 @@ from codeforest.bench import latest_records, read_results, run_label
 from codeforest.cost import tokens_spent
 
 PLOT = "pass_at_1_vs_tokens.png"
+COST_PLOT = "pass_at_1_vs_cost.png"  # beside it when runs use several models or a cost budget
+BUDGET_SETTINGS = ("token_budget", "cost_budget")  # a sweep's runs differ only in these: one curve
 MARKDOWN = "report.md"
 
 
@@ -37,6 +39,7 @@ def summarize(records: list[dict]) -> list[dict]:
         solved = sum(bool(r.get("private_passed")) for r in group)
         costed = [r for r in group if not r.get("traceback")]  # a raised graph's record holds part of its cost
         tokens = sum(tokens_spent(r) for r in costed)
+        priced = [r.get("cost") for r in costed]
         low, high = wilson_interval(solved, n)
         plus = [r for r in group if "plus_passed" in r]
         plus_solved = sum(bool(r["plus_passed"]) for r in plus)
@@ -52,6 +55,8 @@ def summarize(records: list[dict]) -> list[dict]:
             "mean_pass_rate": sum(r.get("private_pass_rate") or 0.0 for r in group) / n,
             "whole_check_rates": sum(1 for r in group if counted_whole(r)),
             "mean_tokens": tokens / max(1, len(costed)),
+            # the tokens at the run's prices (None when a record has no price, or predates them)
+            "mean_cost": sum(priced) / len(priced) if priced and None not in priced else None,
             "mean_calls": sum(r.get("llm_calls", 0) for r in costed) / max(1, len(costed)),
             "tokens_per_solved": tokens / solved if solved else None,
             "mean_wall_s": sum(r.get("wall_s", 0) for r in group) / n,
@@ -61,8 +66,10 @@ def summarize(records: list[dict]) -> list[dict]:
                                   sum(r.get("tree_programs") or r["programs"] for r in counted)) if counted else None,
             "errors": sum(1 for r in group if r.get("error")),
             "budget": group[0].get("budget"),
-            "series": run_label(group[0], leave_out=("token_budget",)),
+            "series": run_label(group[0], leave_out=BUDGET_SETTINGS),
             "token_budget": (group[0].get("settings") or {}).get("token_budget"),
+            "cost_budget": (group[0].get("settings") or {}).get("cost_budget"),
+            "models": sorted({m for r in group for m in r.get("models") or {}}),
             "token_budget_stops": sum(1 for r in group if r.get("stop_reason") == "token_budget"),
         })
     return sorted(rows, key=lambda r: (r["graph"], str(r["model"])))
@@ -97,12 +104,12 @@ def pass_rate_note(rows: list[dict]) -> str | None:
     return WHOLE_CHECK_NOTE if any(r.get("whole_check_rates") for r in rows) else None
 
 
-def curves(rows: list[dict]) -> dict[tuple, list[dict]]:
-    """The rows of each (graph and settings but the token budget, model), by mean tokens: one curve each."""
+def curves(rows: list[dict], x: str = "mean_tokens") -> dict[tuple, list[dict]]:
+    """The rows of each (graph and settings but the budget, model), by ``x`` (mean tokens): one curve each."""
     series: dict[tuple, list[dict]] = {}
     for row in rows:
         series.setdefault((row.get("series", row["graph"]), row["model"]), []).append(row)
-    return {key: sorted(group, key=lambda r: r["mean_tokens"]) for key, group in series.items()}
+    return {key: sorted(group, key=lambda r: r[x]) for key, group in series.items()}
 
 
 MAX_SERIES = 6  # more series than this in one folder: one panel per method
@@ -143,8 +150,9 @@ def series_label(key: tuple, group: list[dict], *, strip: bool, one_model: bool)
     if not one_model:
         label = f"{label} ({model})"
     if len(group) > 1:
-        budgets = sorted({r.get("token_budget") for r in group}, key=lambda b: (b is None, b or 0))
-        label += ", token budgets " + ", ".join("none" if b is None else tokens_text(b) for b in budgets)
+        kind = "cost" if any(r.get("cost_budget") for r in group) else "token"
+        budgets = sorted({r.get(f"{kind}_budget") for r in group}, key=lambda b: (b is None, b or 0))
+        label += f", {kind} budgets " + ", ".join("none" if b is None else tokens_text(b) for b in budgets)
     return label
 
 
@@ -153,9 +161,9 @@ def panel_title(keys: list[tuple]) -> str:
     return ", ".join(dict.fromkeys(method_of(name) for name, _ in keys))
 
 
-def _draw_series(ax, group: list[dict], label: str, colour, marker: str):
-    """One run on the axes; returns its legend handle."""
-    xs = [r["mean_tokens"] for r in group]
+def _draw_series(ax, group: list[dict], label: str, colour, marker: str, x: str = "mean_tokens"):
+    """One run on the axes (``x``: its mean tokens or cost); returns its legend handle."""
+    xs = [r[x] for r in group]
     ys = [100 * r["pass_at_1"] for r in group]
     if len(set(zip(xs, ys, strict=True))) > 1:  # one run at several token budgets: a curve, its interval a band
         line, = ax.plot(xs, ys, "-", marker=marker, color=colour, label=label, zorder=3)
@@ -168,9 +176,9 @@ def _draw_series(ax, group: list[dict], label: str, colour, marker: str):
                        alpha=0.85, zorder=3)
 
 
-def _limits(rows: list[dict], log: bool) -> tuple[tuple[float, float], tuple[float, float]]:
-    """Axis ranges fitted to the data: tokens with a margin, pass@1 to the tens around every interval."""
-    xs = [r["mean_tokens"] for r in rows if not log or r["mean_tokens"] > 0] or [1.0]
+def _limits(rows: list[dict], log: bool, x: str = "mean_tokens") -> tuple[tuple[float, float], tuple[float, float]]:
+    """Axis ranges fitted to the data: tokens (or cost) with a margin, pass@1 to the tens around every interval."""
+    xs = [r[x] for r in rows if not log or r[x] > 0] or [1.0]
     xlim = (min(xs) / 1.6, max(xs) * 1.6) if log else (0.0, 1.1 * max(xs) or 1.0)
     low = min(100 * r["ci_low"] for r in rows)
     high = max(100 * r["ci_high"] for r in rows)
@@ -191,21 +199,22 @@ def _format_axes(ax, log: bool, xlim: tuple, ylim: tuple) -> None:
     ax.grid(alpha=0.3, which="major")
 
 
-def figure(rows: list[dict]):
-    """pass@1 against mean tokens per problem: a point with its 95% interval per run, or, for a run at several token
-    budgets, a curve through its budgets with the interval as a band; one colour and legend entry per run, and, past
-    ``MAX_SERIES`` runs, one panel per method (shared axes) with every other run in grey behind."""
+def figure(rows: list[dict], x: str = "mean_tokens"):
+    """pass@1 against mean tokens per problem (``x`` 'mean_cost': against the mean cost at the run's prices): a
+    point with its 95% interval per run, or, for a run at several budgets, a curve through its budgets with the
+    interval as a band; one colour and legend entry per run, and, past ``MAX_SERIES`` runs, one panel per method
+    (shared axes) with every other run in grey behind."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    series = curves(rows)
+    series = curves(rows, x)
     groups = panels(series)
     one_model = len({r["model"] for r in rows}) == 1
-    spread = [r["mean_tokens"] for r in rows if r["mean_tokens"] > 0]
+    spread = [r[x] for r in rows if r[x] > 0]
     log = bool(spread) and max(spread) / min(spread) > 20  # a baseline and a tree search differ by magnitudes
-    xlim, ylim = _limits(rows, log)
+    xlim, ylim = _limits(rows, log, x)
     columns = 1 if len(groups) == 1 else 2
     lines = math.ceil(len(groups) / columns)
     size = (12, 5.6) if columns == 1 else (13, 5.4 * lines)
@@ -214,10 +223,10 @@ def figure(rows: list[dict]):
     for ax, keys in zip(axes.flat, groups, strict=False):
         strip = len(groups) > 1 and len({method_of(name) for name, _ in keys}) == 1
         handles = [_draw_series(ax, series[key], series_label(key, series[key], strip=strip, one_model=one_model),
-                                colours[i % len(colours)], "osD^vP*X"[i % 8]) for i, key in enumerate(keys)]
+                                colours[i % len(colours)], "osD^vP*X"[i % 8], x) for i, key in enumerate(keys)]
         others = [r for key in series if key not in keys for r in series[key]]
         if others:  # the panels share their axes: the other runs, in grey, set this one's among them
-            handles.append(ax.scatter([r["mean_tokens"] for r in others], [100 * r["pass_at_1"] for r in others],
+            handles.append(ax.scatter([r[x] for r in others], [100 * r["pass_at_1"] for r in others],
                                       s=18, color="#bbbbbb", zorder=1, label="other runs (in their own panels)"))
         _format_axes(ax, log, xlim, ylim)
         if len(groups) > 1:
@@ -227,15 +236,17 @@ def figure(rows: list[dict]):
         ax.legend(handles=handles, frameon=False, **where)
     for ax in list(axes.flat)[len(groups):]:
         ax.set_visible(False)
-    fig.supxlabel("mean tokens per problem (prompt + completion)" + (", log scale" if log else ""))
+    shown = "mean cost per problem (each model's tokens at its price per million)" if x == "mean_cost" else \
+        "mean tokens per problem (prompt + completion)"
+    fig.supxlabel(shown + (", log scale" if log else ""))
     fig.supylabel("pass@1 (%), 95% interval")
     fig.suptitle("pass@1 against cost")
     return fig
 
 
-def plot(rows: list[dict], path: str | Path) -> Path:
-    """Save ``figure(rows)`` as a PNG at ``path``."""
-    fig = figure(rows)  # first: it picks the Agg backend before pyplot is imported here
+def plot(rows: list[dict], path: str | Path, x: str = "mean_tokens") -> Path:
+    """Save ``figure(rows, x)`` as a PNG at ``path``."""
+    fig = figure(rows, x)  # first: it picks the Agg backend before pyplot is imported here
     import matplotlib.pyplot as plt
 
     path = Path(path)
@@ -247,6 +258,7 @@ def plot(rows: list[dict], path: str | Path) -> Path:
 SUMMARY_COLUMNS = ("graph", "model", "budget", "problems", "pass@1 (95% CI)", "mean pass rate", "tokens/problem",
                    "calls/problem", "tokens/solved", "public-pass share", "errors")
 PLUS_COLUMN = "plus pass@1 (95% CI)"  # EvalPlus's base + plus verdict, beside the base pass@1
+COST_COLUMN = "cost/problem"  # at the runs' prices, beside the tokens (runs on several models or a cost budget)
 
 
 def summary_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
@@ -258,6 +270,11 @@ def summary_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
         for row, line in zip(rows, cells, strict=True):
             line.insert(at, "-" if row.get("plus_pass_at_1") is None else f"{100 * row['plus_pass_at_1']:.1f} "
                         f"({100 * row['plus_ci_low']:.1f}-{100 * row['plus_ci_high']:.1f})")
+    if by_cost(rows):  # several models or a cost budget: what a problem cost at the runs' prices
+        at = columns.index("tokens/problem") + 1
+        columns.insert(at, COST_COLUMN)
+        for row, line in zip(rows, cells, strict=True):
+            line.insert(at, f"{row['mean_cost']:.3g}")
     return columns, cells
 
 
@@ -363,12 +380,13 @@ def pairwise(latest: list[dict], graph: str, base: str, *, finals: bool = False)
     return f"{line}; another final program on {len(changed)} ({', '.join(changed) or 'none'})"
 
 
-def against_resampling(latest: list[dict], rows: list[dict]) -> list[str]:
+def against_resampling(latest: list[dict], rows: list[dict], by_cost: bool = False) -> list[str]:
     """Each run against the plain-resampling run of its model that, on the problems both ran, spent the most
     tokens per problem without spending more than it: the problems one solves and the other fails, and both
     pass@1 and tokens per problem on those problems (so a run still in progress meets the baseline's same
     problems). Runs cheaper than every resampling run are left out; of two bases at equal tokens, the one whose
-    records come first."""
+    records come first. ``by_cost``: by cost at the runs' prices instead, against the resampling of every model
+    (the one of each model that spent the most without spending more), where both runs' records are priced."""
     runs: dict[tuple, dict[str, dict]] = {}
     name = run_namer(latest)
     for record in latest:
@@ -376,28 +394,40 @@ def against_resampling(latest: list[dict], rows: list[dict]) -> list[str]:
     names = {key: name(next(iter(problems.values()))) for key, problems in runs.items()}
     plain = [key for key in runs if any(plain_resample(r) for r in runs[key].values())]  # ordered: ties stay put
 
-    def on(key: tuple, common: list[str]) -> tuple[float, float]:  # tokens per problem, pass@1
+    def spent(record: dict) -> float | None:
+        return record.get("cost") if by_cost else tokens_spent(record)
+
+    def on(key: tuple, common: list[str]) -> tuple[float, float] | None:  # spent per problem, pass@1
         chosen = [runs[key][p] for p in common]
-        return (sum(tokens_spent(r) for r in chosen) / len(chosen),
-                sum(bool(r.get("private_passed")) for r in chosen) / len(chosen))
+        amounts = [spent(r) for r in chosen]
+        if None in amounts:
+            return None
+        return sum(amounts) / len(chosen), sum(bool(r.get("private_passed")) for r in chosen) / len(chosen)
 
     lines = []
     for key in ((row["graph"], row["model"]) for row in rows):
         if key in plain or key not in runs:
             continue
-        best = None
-        for base in (b for b in plain if b[1] == key[1]):
+        best: dict = {}  # per base model (one for tokens: the run's own)
+        for base in (b for b in plain if by_cost or b[1] == key[1]):
             common = [p for p in runs[key] if p in runs[base]]
-            if not common:
+            mine, theirs = (on(key, common), on(base, common)) if common else (None, None)
+            if mine is None or theirs is None:
                 continue
-            (tokens, passed), (base_tokens, base_passed) = on(key, common), on(base, common)
-            if base_tokens <= tokens and (best is None or base_tokens > best[3]):
-                best = (base, tokens, passed, base_tokens, base_passed)
-        if best:
-            base, tokens, passed, base_tokens, base_passed = best
-            lines.append(f"{pairwise(latest, names[key], names[base])}; on them pass@1 {100 * passed:.1f} at "
-                         f"{tokens:,.0f} tokens/problem against {100 * base_passed:.1f} at {base_tokens:,.0f}")
+            if theirs[0] <= mine[0] and (base[1] not in best or theirs[0] > best[base[1]][3]):
+                best[base[1]] = (base, *mine, *theirs)
+        for base, amount, passed, base_amount, base_passed in best.values():
+            shown = (f"{amount:.3g} cost/problem against {100 * base_passed:.1f} at {base_amount:.3g}" if by_cost
+                     else f"{amount:,.0f} tokens/problem against {100 * base_passed:.1f} at {base_amount:,.0f}")
+            lines.append(f"{pairwise(latest, names[key], names[base])}; on them pass@1 {100 * passed:.1f} at {shown}")
     return lines
+
+
+def by_cost(rows: list[dict]) -> bool:
+    """True when the runs are worth comparing by cost: every one priced, and some on several models or under a
+    cost budget (for one model alone, cost is its tokens at one price)."""
+    return all(r["mean_cost"] is not None for r in rows) and \
+        any(len(r["models"]) > 1 or r.get("cost_budget") for r in rows)
 
 
 def _table(header: list[str] | tuple[str, ...], rows: list[list[str]]) -> str:
@@ -440,6 +470,9 @@ def markdown(records: list[dict]) -> str:
     resampling = against_resampling(latest, rows)
     if resampling:  # every search is judged against plain resampling that spent no more tokens
         parts += ["## Against plain resampling at no more tokens", "\n".join(resampling)]
+    costly = against_resampling(latest, rows, by_cost=True) if by_cost(rows) else []
+    if costly:  # and, with several models or a cost budget, against each model's resampling at no more cost
+        parts += ["## Against plain resampling at no more cost", "\n".join(costly)]
     ablations = [g for g in graphs if graph_of[g] != g and graph_of[g] in graphs and graph_of[g] != graphs[0]]
     if ablations:  # a run with other settings against the same graph at its defaults
         parts += ["## Against the same graph at its defaults", "\n".join(against(g, graph_of[g]) for g in ablations)]
@@ -453,4 +486,6 @@ def report(out_dir: str | Path) -> tuple[list[dict], Path | None]:
     if not rows:
         return rows, None
     (Path(out_dir) / MARKDOWN).write_text(markdown(records), encoding="utf-8")
+    if by_cost(rows):
+        plot(rows, Path(out_dir) / COST_PLOT, x="mean_cost")
     return rows, plot(rows, Path(out_dir) / PLOT)

@@ -35,6 +35,8 @@ from codeforest.graphs import kit, selection
 from codeforest.graphs.state import Execution, NodeRecord, SearchState
 from codeforest.tools.testing import failures_text
 
+# the roles whose calls this graph makes (at some setting), besides the selector's
+ROLES = ("solver", "debugger", "reflection")
 BUDGET_UNIT = "llm_calls"
 SELECTIONS = ("most_tests", "random", "code", "min_diff", "max_diff")
 
@@ -303,7 +305,7 @@ def graph_builder(model: BaseChatModel | None = None, context: type[BesterContex
     builder = kit.builder(STATE, context)
     nodes = {"initial": initial, "select": select, "plan": plan, "dispatch": dispatch, "reflect_one": reflect_one,
              "repair_one": repair_one, "finalize": finalize}
-    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, context),
+    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, context, ROLES),
                             **{name: kit.with_context(fn, context) for name, fn in nodes.items()}}, model)
     builder.add_edge(START, "start")
     builder.add_edge("start", "initial")

@@ -11,18 +11,18 @@ from langchain_core.language_models import BaseChatModel
 from codeforest.agents.base import Reply
 from codeforest.agents.verifier import LLMVerifier, locate_flawed, verify, with_example
 from codeforest.context import VerifierContext
-from codeforest.graphs.kit import prompt, role_model
+from codeforest.graphs.kit import chat_model, prompt
 from codeforest.tools.prm import HTTPScorer
 
 
 def verifier(context: VerifierContext, model: BaseChatModel | None = None):
-    """The run's thought scorer (a ``tools.prm.PRMScorer``): the prompted chat model (the search's ``model``, or
-    ``verifier_model`` where the context names one) or the PRM endpoint."""
+    """The run's thought scorer (a ``tools.prm.PRMScorer``): the prompted chat model (the search's ``model``; its
+    calls go to the verifier role's own model where the run names one) or the PRM endpoint."""
     with_execution = context.verifier_input == "execution"
     if context.verifier == "http":
         return HTTPScorer(context.verifier_url, timeout=context.request_timeout, retries=context.retries,
                           with_execution=with_execution)
-    return LLMVerifier(role_model(context, context.verifier_context(), model),
+    return LLMVerifier(chat_model(context, model),
                        with_example(prompt(context, "verifier"), context.verifier_example),
                        with_execution=with_execution, structured=context.structured_output)
 

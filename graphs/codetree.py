@@ -31,6 +31,8 @@ from codeforest.graphs import codeprm, kit, search, selection
 from codeforest.graphs.state import Execution, NodeRecord, SearchState
 from codeforest.tools.testing import PRM_PASSED, codetree_feedback, feedback_text, prm_feedback
 
+# the roles whose calls this graph makes (at some setting), besides the selector's
+ROLES = ("thinker", "solver", "critic", "debugger", "verifier")
 BUDGET_UNIT = "programs"
 PASS_BONUS = 5 / 15
 PASS_THRESHOLD = 0.99  # the released code's "r > 0.99"
@@ -437,7 +439,7 @@ def after_critique(state: CodeTreeState, runtime: Runtime[CodeTreeContext]) -> s
 def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
     """The uncompiled CodeTree graph; ``model`` replaces the context's model."""
     builder = kit.builder(STATE, CONTEXT)
-    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT), "think": think, "pick": pick,
+    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT, ROLES), "think": think, "pick": pick,
                             "generate": generate, "execute": execute, "critique": critique, "reflect": reflect,
                             "finalize": finalize}, model)
     builder.add_edge(START, "start")

@@ -50,6 +50,8 @@ from codeforest.tools.released_exec import (
 )
 from codeforest.tools.testing import prm_feedback
 
+# the roles whose calls this graph makes (at some setting), besides the selector's
+ROLES = ("thinker", "solver", "rethink", "verifier", "locator")
 BUDGET_UNIT = "rollouts"
 ROOT = kit.ROOT
 FALLBACK_TEMPERATURE = 0.7  # the released code samples single thoughts when the list cannot be read
@@ -339,7 +341,7 @@ def after_simulate(state: GvrState, runtime: Runtime[GvrContext]) -> str:
 def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
     """The uncompiled GVR-MCTS graph; ``model`` replaces the context's model."""
     builder = kit.builder(STATE, CONTEXT)
-    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT), "expand_root": expand_root,
+    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT, ROLES), "expand_root": expand_root,
                             "select": select, "simulate": simulate, "verify": verify_node, "refine": refine,
                             "expand": expand, "backpropagate": backpropagate, "finalize": finalize}, model)
     builder.add_edge(START, "start")

@@ -35,6 +35,8 @@ from codeforest.graphs.gvr import best_program, retired_scores
 from codeforest.graphs.state import SearchState
 from codeforest.tools.testing import prm_feedback
 
+# the roles whose calls this graph makes (at some setting), besides the selector's
+ROLES = ("thinker", "solver", "rethink", "verifier", "locator")
 BUDGET_UNIT = "chains"
 SCORED_VERIFY = ("threshold", "locate_min")  # the gvr_bon_verify modes that flag from the Verifier's scores
 
@@ -259,7 +261,7 @@ def after_evaluate(state: GvrBonState, runtime: Runtime[GvrBonContext]) -> str:
 def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
     """The uncompiled Best-of-N GVR graph; ``model`` replaces the context's model."""
     builder = kit.builder(STATE, CONTEXT)
-    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT), "think": think,
+    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT, ROLES), "think": think,
                             "write_code": write_code, "evaluate": evaluate, "verify": verify_chains,
                             "refine": refine, "finalize": finalize}, model)
     builder.add_edge(START, "start")

@@ -34,9 +34,9 @@ from langgraph.runtime import Runtime, get_runtime
 from langgraph.types import Command, Overwrite
 
 from codeforest.agents import critic
-from codeforest.agents.base import BudgetSpent, ModelFault, Reply, counting_calls
+from codeforest.agents.base import BudgetSpent, ModelFault, Reply, Router, counting_calls, routing
 from codeforest.context import Context
-from codeforest.cost import add_cost, tokens_spent
+from codeforest.cost import add_cost, money_spent, price_of, tokens_spent
 from codeforest.graphs.state import Execution, NodeRecord, SearchInput, SearchOutput, SearchState, merge_nodes
 from codeforest.problems import Problem, public_suite, validate_problem
 from codeforest.prompts import Prompt, check_prompts_dir, load_prompt
@@ -51,6 +51,8 @@ ROOT = "root"
 STEP_LIMIT = "step_limit"  # the stop reason when the caller's recursion limit ends a search early
 UNVERIFIED = "unverified"
 TOKEN_BUDGET = "token_budget"  # the stop reason (and the ``model_error`` mark) once the token budget is spent
+COST_BUDGET = "cost_budget"  # the same once the cost budget is spent
+BUDGETS = (TOKEN_BUDGET, COST_BUDGET)
 MIN_RECURSION_LIMIT = 6  # start, a first program (or none), finalize, select_final: every graph's shortest run
 # Sync nodes run here under ainvoke/astream: LangGraph would use the event loop's default executor,
 # min(32, cpus + 4) threads, which caps Send fan-out at 6 on a 2-core machine. ``max_concurrency`` in
@@ -83,10 +85,21 @@ def chat_model(context: Context, override: BaseChatModel | None = None) -> BaseC
     return get_chat_model(context)
 
 
-def role_model(context: Context, role_context: Context, override: BaseChatModel | None = None) -> BaseChatModel:
-    """A role's model: its own endpoint's where ``role_context`` names one (it is not ``context``), else the
-    run's (the injected ``override`` first)."""
-    return chat_model(role_context) if role_context is not context else chat_model(context, override)
+def role_router(context: Context) -> Router | None:
+    """The models of the roles the run names one for (``Context.role_entries``): each role's calls go to its own
+    (and what its entry fixes, its temperature or output limit, stays so); None when no role has one."""
+    entries = context.role_entries()
+    if not entries:
+        return None
+
+    def route(role: str) -> tuple[BaseChatModel, frozenset[str]] | None:
+        entry = entries.get(role)
+        if entry is None:
+            return None
+        fixed = frozenset(k for k in ("temperature", "max_tokens") if getattr(entry, k) is not None)
+        return chat_model(context.role_context(role)), fixed
+
+    return route
 
 
 def prompt(context: Context, name: str) -> Prompt:
@@ -234,8 +247,8 @@ def finish(state: SearchState, node_id: str | None, code: str, execution: Execut
     carries the search's own reason.
     """
     error = state.get("model_error")
-    if error == TOKEN_BUDGET:
-        reason, error = TOKEN_BUDGET, None
+    if error in BUDGETS:
+        reason, error = error, None
     elif error:
         reason = "model_error"
     shown = UNVERIFIED if not state["problem"].get("public_tests") and not error else reason
@@ -258,13 +271,48 @@ def steps_left(state: dict) -> int:
     return state.get("remaining_steps", 10**9) - 2
 
 
-def starter(fresh: dict, needed: Callable[[Any], int], context_cls: type[C]) -> Callable:
+def roles_called(context: Context, graph_roles: Iterable[str]) -> set[str]:
+    """The roles a run makes calls for: its graph's, and the selector's Tester (a selector other than 'public' that
+    asks for inputs) and judge ('differential')."""
+    called = set(graph_roles)
+    if context.selector != "public" and context.tester_inputs:
+        called.add("tester")
+    if context.selector == "differential":
+        called.add("judge")
+    return called
+
+
+def check_roles(context: Context, graph_roles: Iterable[str]) -> None:
+    """Refuse a ``roles`` entry for a role this run never calls (a typo, or a role of another graph), by name."""
+    called = roles_called(context, graph_roles)
+    idle = sorted(set(context.roles) - called)
+    if idle:
+        raise ValueError(f"roles names {', '.join(idle)}, which this run never calls; the roles it calls: "
+                         f"{', '.join(sorted(called))}")
+
+
+def check_prices(context: Context) -> None:
+    """Under a ``cost_budget``, refuse a run whose models are not all priced, by name, before any call."""
+    if not context.cost_budget:
+        return
+    from codeforest.tools.models import counted_name
+
+    names = {counted_name(context)} | {counted_name(context.role_context(role)) for role in context.role_entries()}
+    missing = sorted(name for name in names if price_of(name, context.prices) is None)
+    if missing:
+        raise ValueError(f"cost_budget needs a price for {', '.join(missing)}: give one in prices "
+                         "(--price MODEL=IN,OUT or --prices FILE), per million input and output tokens")
+
+
+def starter(fresh: dict, needed: Callable[[Any], int], context_cls: type[C],
+            graph_roles: Iterable[str] = ()) -> Callable:
     """The first node of a graph: check the problem and the prompt folder; start from a clean tree and cost.
 
     ``fresh`` gives every method-specific state field its initial value (``Overwrite`` for a field with a
     reducer), so a run on a reused
     checkpointer thread never sees the previous run's search. ``needed(context)`` is the recursion
-    limit the budget needs; a lower one is respected (the search ends early with ``step_limit``).
+    limit the budget needs; a lower one is respected (the search ends early with ``step_limit``). A ``roles``
+    entry for a role outside ``graph_roles`` (and the selector's) is refused.
     """
 
     def start(state: SearchState, runtime: Runtime) -> dict:
@@ -274,6 +322,8 @@ def starter(fresh: dict, needed: Callable[[Any], int], context_cls: type[C]) -> 
         context = settings(runtime, context_cls)
         if context.prompts_dir:
             check_prompts_dir(context.prompts_dir)
+        check_roles(context, graph_roles)
+        check_prices(context)
         limit = get_config().get("recursion_limit")
         if limit is not None and limit < MIN_RECURSION_LIMIT:
             raise ValueError(f"recursion_limit={limit} is too low: a search needs at least {MIN_RECURSION_LIMIT} "
@@ -319,7 +369,7 @@ def add_nodes(graph: StateGraph, nodes: dict[str, Callable], model: BaseChatMode
     for name, fn in nodes.items():
         handler = None
         if "model" in inspect.signature(fn).parameters:
-            fn = _counted(partial(fn, model=model))
+            fn = _counted(partial(fn, model=model), graph.context_schema or Context)
             handler = partial(_model_fault, goto=on_model_fault)
         graph.add_node(name, Node(fn, name), error_handler=handler)
 
@@ -340,12 +390,14 @@ def with_context(fn: Callable, cls: type[Context]) -> Callable:
     return wrapped
 
 
-def _counted(fn: Callable) -> Callable:
+def _counted(fn: Callable, cls: type[Context]) -> Callable:
     def node(state, **injected):  # LangGraph injects what ``fn`` declares (runtime ...)
         runtime = injected.get("runtime")
         token = _KEPT.set({})
+        router = role_router(settings(runtime, cls)) if runtime is not None else None
         try:
-            with counting_calls(tokens_left(state, runtime), output_window(runtime)):
+            with counting_calls(tokens_left(state, runtime), output_window(runtime), cost_left(state, runtime)), \
+                    routing(router):
                 return fn(state, **injected)
         except ModelFault as fault:
             fault.kept = _KEPT.get()
@@ -357,15 +409,27 @@ def _counted(fn: Callable) -> Callable:
     return node
 
 
-def tokens_left(state: dict, runtime: Runtime | None) -> int | None:
-    """Tokens the run may still spend before its next model call (``None``: no ``token_budget``).
+def spent_so_far(state: dict) -> dict:
+    """What the run has spent: the state's cost, and in a subgraph what its parent had spent before it
+    (``spent_before``)."""
+    return add_cost(state.get("cost"), state.get("spent_before"))
 
-    A subgraph's state carries what its parent had spent before it (``tokens_before``)."""
+
+def tokens_left(state: dict, runtime: Runtime | None) -> int | None:
+    """Tokens the run may still spend before its next model call (``None``: no ``token_budget``)."""
     budget = settings(runtime, Context).token_budget if runtime is not None else 0
     if not budget:
         return None
-    spent = tokens_spent(state.get("cost")) + state.get("tokens_before", 0)
-    return budget - spent
+    return budget - tokens_spent(spent_so_far(state))
+
+
+def cost_left(state: dict, runtime: Runtime | None) -> tuple[float, dict] | None:
+    """What the run may still spend in the price unit before its next model call, and the price table
+    (``None``: no ``cost_budget``)."""
+    context = settings(runtime, Context) if runtime is not None else None
+    if context is None or not context.cost_budget:
+        return None
+    return context.cost_budget - (money_spent(spent_so_far(state), context.prices) or 0.0), context.prices
 
 
 def output_window(runtime: Runtime | None) -> int | None:
@@ -404,8 +468,8 @@ def _model_fault(state: dict, error: NodeError, goto: str) -> Command:
     if not isinstance(fault, ModelFault):
         raise fault
     if isinstance(fault, BudgetSpent):
-        mark = TOKEN_BUDGET
-        emit("token_budget", node=error.node)
+        mark = fault.reason
+        emit(mark, node=error.node)
     else:
         mark = str(fault)
         emit("model_error", node=error.node, error=mark)
@@ -440,5 +504,5 @@ class Node(Runnable):
 
 def recursion_limit(nodes: int) -> int:
     """The recursion limit that lets ``nodes`` nodes run one after another, then the final selection (LangGraph
-    counts the input)."""
-    return nodes + 2
+    counts the input), never below what any search needs (``MIN_RECURSION_LIMIT``)."""
+    return max(MIN_RECURSION_LIMIT, nodes + 2)

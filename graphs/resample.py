@@ -23,6 +23,8 @@ from codeforest.context import Context
 from codeforest.graphs import kit, selection
 from codeforest.graphs.state import NodeRecord, SearchState
 
+# the roles whose calls this graph makes (at some setting), besides the selector's
+ROLES = ("solver",)
 BUDGET_UNIT = "programs"
 SEED_STRIDE = 100_000  # sample i of run seed s gets seed s * SEED_STRIDE + i + 1
 
@@ -106,7 +108,7 @@ def finalize(state: ResampleState) -> dict:
 def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
     """The uncompiled resampling graph; ``model`` replaces the context's model."""
     builder = kit.builder(STATE, CONTEXT)
-    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT), "sample": sample,
+    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT, ROLES), "sample": sample,
                             "finalize": finalize}, model)
     builder.add_edge(START, "start")
     builder.add_edge("start", "sample")

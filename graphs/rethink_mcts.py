@@ -34,7 +34,7 @@ from codeforest.agents import critic, rethink, solver, thinker
 from codeforest.agents.base import Reply
 from codeforest.agents.verifier import thoughts_state, verify
 from codeforest.context import ThoughtTreeContext
-from codeforest.cost import Cost, add_cost, tokens_spent, total_cost
+from codeforest.cost import Cost, add_cost, total_cost
 from codeforest.graphs import codeprm, kit, mcts, search, selection
 from codeforest.graphs.state import NodeRecord, SearchState, merge_nodes
 from codeforest.problems import Problem
@@ -42,6 +42,8 @@ from codeforest.suites import ExecutionResult, TestOutcome
 from codeforest.tools import ldb
 from codeforest.tools.testing import current_output, execution_report, is_stdin_test, prm_feedback, shown_test
 
+# the roles whose calls this graph makes (at some setting), besides the selector's
+ROLES = ("thinker", "solver", "critic", "rethink", "verifier", "locator")
 BUDGET_UNIT = "rollouts"
 ROOT = kit.ROOT
 MAX_FAILING_TESTS = 6  # the released code lists at most 6 failing tests in the verbal feedback
@@ -146,7 +148,7 @@ class RolloutState(TypedDict, total=False):
     cost: Annotated[Cost, add_cost]
     programs: Annotated[list[dict], operator.add]
     model_error: str | None  # a model call failed for good (or the token budget is spent): the rollout ends
-    tokens_before: int  # what the search had spent before this rollout (for the token budget)
+    spent_before: Cost  # what the search had spent before this rollout (for the token and cost budgets)
 
 
 STATE = RethinkState
@@ -367,7 +369,7 @@ def rollout_node(rollout_graph: CompiledStateGraph) -> Callable:
         context = kit.settings(runtime, CONTEXT)
         start = {k: state[k] for k in ("problem", "nodes", "path")} | {
             "id_offset": state.get("id_offset", 0),
-            "tokens_before": tokens_spent(state.get("cost"))}
+            "spent_before": state.get("cost") or {}}
         limit = kit.recursion_limit(2 * context.rethink_max_rethinks + 2)
         final = kit.run_inner(rollout_graph, start, {"recursion_limit": limit})
         leaf = final["nodes"][state["path"][-1]]
@@ -427,7 +429,7 @@ def after_backpropagate(state: RethinkState, runtime: Runtime[RethinkContext]):
 def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
     """The uncompiled RethinkMCTS graph; ``model`` replaces the context's model."""
     builder = kit.builder(STATE, CONTEXT)
-    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT), "expand_root": expand_root,
+    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT, ROLES), "expand_root": expand_root,
                             "select": select, "rollout": rollout_node(rollout_builder(model).compile()),
                             "backpropagate": backpropagate, "finalize": finalize}, model)
     builder.add_edge(START, "start")

@@ -61,6 +61,8 @@ from codeforest.tools.knowledge import (
 from codeforest.tools.released_exec import RPM_LABEL, released_failures, results_text
 from codeforest.tools.testing import feedback_text
 
+# the roles whose calls this graph makes (at some setting), besides the selector's
+ROLES = ("thinker", "solver", "critic", "locator", "topic")
 BUDGET_UNIT = "rollouts"
 ROOT = kit.ROOT
 UNVISITED_BONUS = 8.0  # the released code's INF for an unvisited child
@@ -689,9 +691,9 @@ def after_simulate(state: RpmState, runtime: Runtime[RpmContext]) -> str:
 def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
     """The uncompiled RPM-MCTS graph; ``model`` replaces the context's model."""
     builder = kit.builder(STATE, CONTEXT)
-    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT), "setup": setup, "select": select,
-                            "expand": expand, "simulate": simulate, "revise": revise, "backpropagate": backpropagate,
-                            "finalize": finalize}, model)
+    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT, ROLES), "setup": setup,
+                            "select": select, "expand": expand, "simulate": simulate, "revise": revise,
+                            "backpropagate": backpropagate, "finalize": finalize}, model)
     builder.add_edge(START, "start")
     builder.add_edge("start", "setup")
     builder.add_edge("setup", "select")

@@ -220,7 +220,7 @@ class ModelHelp:
 
     def __init__(self, context: Context, model: BaseChatModel | None, state: SearchState):
         self.context, self.model = context, model
-        self.budget_spent = state.get("model_error") == kit.TOKEN_BUDGET
+        self.budget_spent = state.get("model_error") in kit.BUDGETS
         self.error = "the search ended on a model fault" if kit.failed(state) and not self.budget_spent else None
         self.costs: list[dict] = []
         self.spent: dict | None = None  # the ledger's total when a call failed (it holds every earlier call)
@@ -247,8 +247,8 @@ class ModelHelp:
         return reply.value
 
     def chat_model(self) -> BaseChatModel:
-        """The selector's own endpoint where the context names one, else the search's model."""
-        return kit.role_model(self.context, self.context.selector_context(), self.model)
+        """The search's model (the Tester's and the judge's own, where the run names them, take their calls)."""
+        return kit.chat_model(self.context, self.model)
 
     def cost(self) -> dict:
         """What the selector's calls cost."""

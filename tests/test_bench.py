@@ -568,6 +568,47 @@ def test_token_budget_sweep_runs_largest_first_and_replays_the_cache(tmp_path, c
     assert "token budget 100" in capsys.readouterr().err
 
 
+def test_cost_budget_sweep_prices_each_call_and_stops_at_each_budget(tmp_path, capsys):
+    """Each call is 18 tokens; at 1,000 (input) and 2,000 (output) per million tokens it costs (11 + 14) / 1000 =
+    0.025: a budget of 0.1 lets 4 calls start, 0.06 lets 3; the records keep each model's tokens and the cost."""
+    api = FakeOpenAI([], respond=lambda body: "```python\ndef f():\n    return None\n```")
+    try:
+        assert main(["bench", "--graph", "resample", "--dataset", "humaneval", "--limit", "1", "--model", "fake",
+                     "--base-url", api.url, "--out", str(tmp_path), "--price", "fake=1000,2000",
+                     "--cost-budget", "0.06,0.1"]) == 0
+    finally:
+        api.close()
+    records = read_results(tmp_path)
+    assert [(r["settings"]["cost_budget"], r["llm_calls"], r["stop_reason"]) for r in records] == \
+        [(0.1, 4, "cost_budget"), (0.06, 3, "cost_budget")]
+    assert records[0]["models"] == {"fake": {"llm_calls": 4, "prompt_tokens": 44, "completion_tokens": 28}}
+    assert records[0]["cost"] == pytest.approx(0.1) and records[1]["cost"] == pytest.approx(0.075)
+    assert records[0]["settings"]["prices"] == {"fake": [1000.0, 2000.0]}
+    assert "cost budget 0.1" in capsys.readouterr().err
+
+
+def test_role_and_price_options(tmp_path):
+    import argparse
+
+    from codeforest.cli.common import price_option, read_prices, role_option
+
+    assert role_option("critic=local") == ("critic", {"model": "local", "base_url": ""})
+    assert role_option("judge=me@x@https://h.example/v1") == ("judge", {"model": "me@x",
+                                                                        "base_url": "https://h.example/v1"})
+    assert price_option("small=0.5") == ("qwen2.5-coder-0.5b-instruct-q4_k_m", (0.5, 0.5))
+    assert price_option("gpt-4o-mini=0.15,0.6") == ("gpt-4o-mini", (0.15, 0.6))
+    for bad, option in (("critc=local", role_option), ("critic", role_option), ("x=-1", price_option),
+                        ("x=1,2,3", price_option), ("=1", price_option)):
+        with pytest.raises(argparse.ArgumentTypeError):
+            option(bad)
+    table = tmp_path / "prices.json"
+    table.write_text('{"local": 2, "gpt-4o-mini": [0.15, 0.6]}')
+    assert read_prices(str(table)) == {"qwen2.5-coder-1.5b-instruct-q4_k_m": (2.0, 2.0), "gpt-4o-mini": (0.15, 0.6)}
+    table.write_text('{"m": [1, 2, 3]}')
+    with pytest.raises(ValueError, match="'m' needs"):
+        read_prices(str(table))
+
+
 def test_tokens_of_runs_at_another_graphs_mean_tokens(tmp_path, capsys):
     """``--tokens-of direct``: the mean of direct's default runs (errors and ablations left out) is the budget."""
     from codeforest.bench import RESULTS, append_record
@@ -604,6 +645,35 @@ def test_parse_budgets():
     for bad in ("", "abc", "0", "1.7", "32kk", "inf", "-5"):
         with pytest.raises(ValueError, match="token"):
             parse_budgets(bad)
+
+
+def test_a_search_on_two_models_meets_each_models_resampling_at_no_more_cost(tmp_path):
+    """Resampling with the small model (cost 0.002 a problem) and with the big one (0.004 and 0.009); a search writing
+    with the small model and judging with the big one (0.006) meets the small one's and the big one's at 0.004, not
+    the one at 0.009; the summary shows cost per problem and the report draws pass@1 against cost."""
+    from codeforest.report import COST_PLOT, markdown, report
+
+    def run(graph, model, settings, cost, solved, models=("s",)):
+        return [{"graph": graph, "settings": settings, "model": model, "problem_id": f"P/{i}", "error": None,
+                 "private_passed": i in solved, "prompt_tokens": 100, "completion_tokens": 0, "cost": cost,
+                 "models": {m: {"llm_calls": 1} for m in models}} for i in range(2)]
+
+    records = (run("resample", "s", {}, 0.002, {0}) + run("resample", "b", {}, 0.004, {1}, ("b",))
+               + run("resample", "b", {"resample_n": 40}, 0.009, {0, 1}, ("b",))
+               + run("codetree", "s", {"roles": "critic=b"}, 0.006, {0, 1}, ("s", "b")))
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    md = markdown(records)
+    section = md.split("## Against plain resampling at no more cost\n\n")[1].split("\n\n")[0]
+    assert section.splitlines() == [
+        "- codetree roles=critic=b (s) vs resample (s) on the 2 problems both ran: solves 1 that resample (s) fails "
+        "(P/1), fails 0 that resample (s) solves (none); on them pass@1 100.0 at 0.006 cost/problem against 50.0 at "
+        "0.002",
+        "- codetree roles=critic=b (s) vs resample (b) on the 2 problems both ran: solves 1 that resample (b) fails "
+        "(P/0), fails 0 that resample (b) solves (none); on them pass@1 100.0 at 0.006 cost/problem against 50.0 at "
+        "0.004"]
+    assert "| cost/problem |" in md and "| 0.006 |" in md
+    report(tmp_path)
+    assert (tmp_path / COST_PLOT).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_a_budget_of_one_reads_in_the_singular():

@@ -24,7 +24,9 @@ def test_passing_program_stops_on_public_pass_with_common_output():
     assert out["final_code"].startswith("from typing import List")  # the prompt's import was added
     assert out["nodes"]["n1"]["execution"]["passed"] == 2 and out["nodes"]["n1"]["status"] == "passed"
     assert out["cost"] == {"llm_calls": 1, "prompt_tokens": 10, "completion_tokens": 5, "programs": 1,
-                           "sandbox_runs": 1, "parse_failures": 0, "cached_calls": 0, "prm_calls": 0}
+                           "sandbox_runs": 1, "parse_failures": 0, "cached_calls": 0, "prm_calls": 0,
+                           "models": {"ScriptedChatModel": {"llm_calls": 1, "prompt_tokens": 10,
+                                                            "completion_tokens": 5}}}
     json.dumps(out)  # the whole output is plain data
     system, user = model.calls[0]
     assert "function signature" in system.content and user.content == PROBLEM["prompt"]

@@ -110,6 +110,18 @@ def test_codetree_solves_a_problem_that_direct_fails(data_dir):
     assert len(tree["nodes"]) >= 2 and tree["stop_reason"] in ("accepted", "budget_exhausted")
 
 
+def test_codetree_with_the_0_5b_writing_and_the_1_5b_as_its_critic():
+    """Two embedded models in one run (--role critic=local): the Critic's calls go to the 1.5B, every other call to
+    the 0.5B, and the cost counts each model's calls and tokens."""
+    out = _solve_json("--graph", "codetree", "--dataset", "humaneval", "--problem", "HumanEval/0",
+                      "--role", "critic=local", env={"CODEFOREST_CODETREE_MAX_PROGRAMS": "2"})
+    models = out["cost"]["models"]
+    small, big = embedded_spec("small").name, embedded_spec("local").name
+    assert set(models) == {small, big} and models[big]["llm_calls"] >= 1
+    assert models[small]["llm_calls"] + models[big]["llm_calls"] == out["cost"]["llm_calls"]
+    assert all(m["prompt_tokens"] > 0 and m["completion_tokens"] > 0 for m in models.values())
+
+
 def test_rethink_mcts_small_budget_solve():
     """RethinkMCTS with 2 rollouts (the paper's budget is 16, too slow for CI) on HumanEval/0, 0.5B model."""
     out = _solve_json("--graph", "rethink_mcts", "--dataset", "humaneval", "--problem", "HumanEval/0",

@@ -43,3 +43,11 @@ def test_a_problem_without_public_tests_keeps_its_first_sample():
     calls = []
     out = run(by_seed({1: "x + 1"}, calls), problem={**PROBLEM, "public_tests": []}, resample_n=5)
     assert len(calls) == 1 and out["stop_reason"] == "unverified" and out["final_node"] == "n1"
+
+
+def test_one_sample_runs_within_the_recursion_limit_solve_gives_it():
+    """solve() sets the recursion limit the budget needs: one sample still gets the least any search needs."""
+    from codeforest.api import solve
+
+    out = solve(PROBLEM, "resample", context={"resample_n": 1}, model=by_seed({1: "x + 1"}, []))
+    assert out["stop_reason"] == "passed_public_tests" and out["cost"]["programs"] == 1

@@ -303,6 +303,15 @@ def local_model_file(model: str, progress=None) -> Path:
 _chat_models: dict[tuple, BaseChatModel] = {}
 
 
+def counted_name(context: Context) -> str:
+    """The name a context's model's calls are counted and priced under: an embedded model's file name (a .gguf
+    path's stem), else the model name at its endpoint."""
+    if context.base_url:
+        return context.model
+    spec = embedded_spec(context.model)
+    return spec.name if spec is not None else Path(context.model).stem
+
+
 def get_chat_model(context: Context, progress=None) -> BaseChatModel:
     """A ChatOpenAI for the context's model: its endpoint, or the embedded server (started on demand)."""
     slots = context.slots_needed()  # concurrent branches need their slots

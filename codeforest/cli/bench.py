@@ -65,6 +65,9 @@ def register(sub) -> None:
                              "share one response cache (<out>/responses.sqlite unless --cache PATH or "
                              "CODEFOREST_CACHE_PATH names another; none on a --server run), so the smaller ones "
                              "replay the larger runs' calls")
+    budget.add_argument("--cost-budget", metavar="X[,X...]",
+                        help="run every graph at each cost budget, in the price table's unit (--price, --prices; "
+                             "e.g. 0.002,0.01), largest first, sharing one response cache as --token-budget does")
     budget.add_argument("--tokens-of", metavar="GRAPH", choices=graph_names(),
                         help="run at the mean tokens per problem GRAPH spent at its defaults in <out>: plain "
                              "resampling at a search's tokens (CODEFOREST_RESAMPLE_N=1000: as many samples as fit)")
@@ -81,7 +84,15 @@ def register(sub) -> None:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """Run graphs x problems, appending one record per finished pair; then print the report."""
-    from codeforest.bench import Bench, mean_tokens_of, parse_budgets, read_results, select_tasks, write_samples
+    from codeforest.bench import (
+        Bench,
+        mean_tokens_of,
+        parse_budgets,
+        parse_cost_budgets,
+        read_results,
+        select_tasks,
+        write_samples,
+    )
     from codeforest.loading import load_dataset, released_between
     from codeforest.tools.models import local_model_file
 
@@ -101,13 +112,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.tokens_of:  # --tokens-of and --token-budget exclude each other
         budgets = [mean_tokens_of(read_results(out), args.tokens_of, model=context.model, dataset=dataset)]
         err.print(f"{args.tokens_of} spent {budgets[0]:,} tokens a problem in {out}: the token budget")
+    elif args.cost_budget:
+        budgets = parse_cost_budgets(args.cost_budget)
     else:
         budgets = parse_budgets(args.token_budget) if args.token_budget else [context.token_budget]
     if args.cache is not None:
         context.cache_path = args.cache or str(out / "responses.sqlite")
     elif len(budgets) > 1 and not context.cache_path and not args.server:
         context.cache_path = str(out / "responses.sqlite")  # the smaller budgets replay the larger runs' calls
-        err.print(f"A token-budget sweep shares the response cache {context.cache_path} (--cache PATH for another)")
+        err.print(f"A budget sweep shares the response cache {context.cache_path} (--cache PATH for another)")
     runner = None
     if args.server:  # the server runs the model: nothing to start or download here
         from codeforest.server_runs import ServerSolver
@@ -118,7 +131,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         local_model_file(context.model, progress=err.print)  # a download or a missing .gguf before the first problem
     errored = []
     for budget in budgets:
-        context.token_budget = budget
+        if args.cost_budget:
+            context.cost_budget = budget
+        else:
+            context.token_budget = budget
         bench = Bench(args.graph, tasks, out, context=context, dataset=dataset, concurrency=args.concurrency,
                       retry_errors=args.retry_errors, runner=runner)
         _run_bench(bench, context, dataset, budget)
@@ -141,11 +157,11 @@ def model_label(model: str) -> str:
     return model.strip("/").replace("/", "-").replace(":", "-")
 
 
-def _run_bench(bench, context: Context, dataset: str, budget: int) -> None:
+def _run_bench(bench, context: Context, dataset: str, budget: float) -> None:
     """One bench pass with a progress bar and one log line per finished problem."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    limit = f", token budget {budget:,}" if budget else ""
+    limit = f", cost budget {budget:g}" if context.cost_budget else f", token budget {budget:,}" if budget else ""
     err.print(f"{len(bench.graphs)} graph(s) x {len(bench.tasks)} problems of {dataset}, model {context.model}"
               f"{limit}; results in {bench.out}")
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

@@ -32,6 +32,69 @@ def positive_int(text: str) -> int:
     return value
 
 
+def role_names() -> list[str]:
+    """The role names ``--role`` takes."""
+    from codeforest.roles import ROLE_NAMES
+
+    return list(ROLE_NAMES)
+
+
+def role_option(text: str) -> tuple[str, dict]:
+    """An argparse type: ``ROLE=MODEL[@URL]`` (a URL after the last '@' that starts one)."""
+    import re
+
+    found = re.fullmatch(r"\s*([a-z_]+)\s*=\s*(.+?)(?:@(https?://\S+))?\s*", text)
+    if not found:
+        raise argparse.ArgumentTypeError(f"{text!r} is not ROLE=MODEL[@URL], e.g. critic=local or "
+                                         "critic=gpt-4o-mini@https://api.openai.com/v1")
+    role, model, url = found.groups()
+    if role not in role_names():
+        raise argparse.ArgumentTypeError(f"unknown role {role!r}; the roles: {', '.join(role_names())}")
+    return role, {"model": model, "base_url": url or ""}
+
+
+def price_key(model: str) -> str:
+    """A model as records name it: an embedded alias by its file name, a .gguf path by its stem."""
+    from codeforest.tools.models import embedded_spec
+
+    spec = embedded_spec(model)
+    if spec is not None:
+        return spec.name
+    return Path(model).stem if model.endswith(".gguf") else model
+
+
+def price_option(text: str) -> tuple[str, tuple[float, float]]:
+    """An argparse type: ``MODEL=IN[,OUT]``, prices per million tokens (one number: input and output alike)."""
+    model, sep, numbers = text.rpartition("=")
+    try:
+        values = [float(n) for n in numbers.split(",")]
+    except ValueError:
+        values = []
+    if not sep or not model.strip() or len(values) not in (1, 2) or any(v < 0 or v != v for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r} is not MODEL=IN[,OUT] with prices of at least 0, e.g. "
+                                         "gpt-4o-mini=0.15,0.6")
+    return price_key(model.strip()), (values[0], values[-1])
+
+
+def read_prices(path: str) -> dict[str, tuple[float, float]]:
+    """A JSON price table file: ``{model: [input, output]}`` or ``{model: price}`` per million tokens."""
+    import json
+
+    try:
+        table = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"--prices {path}: not a readable JSON file ({exc})") from None
+    if not isinstance(table, dict):
+        raise ValueError(f"--prices {path}: expected an object {{model: [input, output]}}")
+    prices = {}
+    for model, price in table.items():
+        given = price if isinstance(price, list) else [price]
+        if len(given) not in (1, 2) or not all(isinstance(v, int | float) and v >= 0 for v in given):
+            raise ValueError(f"--prices {path}: {model!r} needs [input, output] prices of at least 0, not {price!r}")
+        prices[price_key(model)] = (float(given[0]), float(given[-1]))
+    return prices
+
+
 def first_few(names: list[str], shown: int = 5) -> str:
     """Up to ``shown`` names, comma-separated, then ``...`` when there are more."""
     return ", ".join(names[:shown]) + (", ..." if len(names) > shown else "")
@@ -97,6 +160,13 @@ def add_context_args(p: argparse.ArgumentParser, *, search: bool = True, selecto
         p.add_argument("--sandbox", choices=["local", "e2b"],
                        help="where generated code runs (default: $CODEFOREST_SANDBOX, else local)")
         p.add_argument("--timeout", dest="test_timeout", type=seconds, help="seconds per public test")
+        p.add_argument("--role", action="append", metavar="ROLE=MODEL[@URL]", type=role_option,
+                       help="a role's own model (repeatable), embedded without @URL: e.g. critic=local, "
+                            "judge=gpt-4o-mini@https://api.openai.com/v1; the roles: " + ", ".join(role_names()))
+        p.add_argument("--price", action="append", metavar="MODEL=IN[,OUT]", type=price_option,
+                       help="price per million input and output tokens of a model (repeatable; default: a model "
+                            "naming its size, such as the embedded ones, costs its billions of parameters)")
+        p.add_argument("--prices", metavar="FILE", help="a JSON price table: {\"model\": [input, output], ...}")
     if search and selector:
         p.add_argument("--selector", choices=["public", "agreement", "codet", "differential"],
                        help="how the final program is chosen among the search's programs (default: public, the "
@@ -121,6 +191,12 @@ def context_from_args(args: argparse.Namespace) -> Context:
                                            "selector", "min_candidates", "selector_model", "selector_base_url",
                                            "selector_api_key_env")
              if getattr(args, k, None) is not None}
+    if getattr(args, "role", None):  # on top of CODEFOREST_ROLES, role by role
+        given["roles"] = {**Context().roles, **dict(args.role)}
+    prices = read_prices(args.prices) if getattr(args, "prices", None) else {}
+    prices.update(getattr(args, "price", None) or [])
+    if prices:
+        given["prices"] = {**Context().prices, **prices}
     context = Context(**given)
     if context.prompts_dir:
         check_prompts_dir(context.prompts_dir)  # a broken prompt file fails before the model is loaded

@@ -1,0 +1,162 @@
+"""Every role on its own model: two scripted OpenAI-compatible endpoints on 127.0.0.1 stand for two models; each
+role's calls reach the endpoint and model its entry names, for every graph; calls and tokens are counted per model
+and priced; the cost budget stops a search; a role name that is wrong, or that the run never calls, is refused."""
+
+from __future__ import annotations
+
+import inspect
+import json
+
+import pytest
+
+from codeforest import agents
+from codeforest.api import solve
+from codeforest.context import ROLE_NAMES, Context
+from codeforest.cost import add_cost, default_price, money_spent
+from codeforest.registry import graph_module, graph_names
+from codeforest.scripted_endpoint import ScriptedEndpoint, any_role_reply
+
+PROBLEM = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",
+           "entry_point": "inc", "public_tests": ["assert inc(1) == 2", "assert inc(5) == 6"]}
+SMALL = {"codetree": {"codetree_max_programs": 4}, "rethink_mcts": {"rethink_rollouts": 2},
+         "bester": {"bester_depth": 1, "bester_width": 2}, "reflexion": {"bester_depth": 1, "bester_width": 2},
+         "rpm_mcts": {"rpm_rollouts": 1, "rpm_kb": False, "rpm_width": 2}, "gvr": {"gvr_rollouts": 2},
+         "gvr_bon": {"gvr_bon_n": 2}, "resample": {"resample_n": 2, "selector": "differential", "min_candidates": 2,
+                                                   "tester_inputs": 2}}
+AGENT_ROLES = {  # each agent function and the role its calls count under (hand-written, from ROLE_NAMES' texts)
+    "thinker": {"strategies": "thinker", "reflections": "thinker", "self_reflection": "reflection",
+                "thoughts": "thinker", "solution_steps": "thinker", "classify_topic": "topic", "next_step": "thinker",
+                "full_steps": "thinker", "extract_steps": "thinker", "edit_step": "thinker", "one_thought": "thinker",
+                "sampled_thoughts": "thinker", "chain_step": "thinker"},
+    "critic": {"score_tests": "critic", "verify": "critic", "self_evaluate": "critic", "analyze_blocks": "critic",
+               "analyze_blocks_released": "critic", "score_steps": "critic", "evaluate_solution": "critic",
+               "locate_error": "locator"},
+    "debugger": {"repair": "debugger", "repair_from_reflection": "debugger"}, "judge": {"compare_outputs": "judge"},
+    "rethink": {"rethink": "rethink", "refine": "rethink"}, "solver": {"write_code": "solver"},
+    "tester": {"write_inputs": "tester"}, "verifier": {"locate_flawed": "locator", "score_thoughts": "verifier"},
+}
+
+
+@pytest.fixture(scope="module")
+def endpoints():
+    with ScriptedEndpoint([], respond=any_role_reply) as first, ScriptedEndpoint([], respond=any_role_reply) as second:
+        yield first, second
+
+
+def test_every_agent_function_that_calls_a_model_names_its_role():
+    import importlib
+
+    for name, expected in AGENT_ROLES.items():
+        module = importlib.import_module(f"codeforest.agents.{name}")
+        calling = {fn for fn, obj in vars(module).items() if inspect.isfunction(obj) and obj.__module__ ==
+                   module.__name__ and "model" in inspect.signature(obj).parameters and not fn.startswith("_")}
+        assert calling == set(expected), name  # no model-calling agent function left untagged
+        assert {fn: getattr(module, fn).role for fn in calling} == expected
+    assert {r for roles in AGENT_ROLES.values() for r in roles.values()} == set(ROLE_NAMES)
+    assert agents is not None
+
+
+@pytest.mark.parametrize("graph", graph_names())
+def test_each_roles_calls_reach_the_model_and_endpoint_its_entry_names(graph, endpoints):
+    """The search model at the first endpoint; every role of the graph its own model name, on the first or the
+    second endpoint in turn: no call is left on the search model, each arrives where its entry says, and the
+    cost counts each model's calls and tokens as the endpoints saw them."""
+    first, second = endpoints
+    before = (len(first.requests), len(second.requests))
+    roles = sorted(graph_module(graph).ROLES + (("tester", "judge") if graph == "resample" else ()))
+    where = {role: (first, second)[i % 2] for i, role in enumerate(roles)}
+    context = {"model": "search", "base_url": first.url, "structured_output": False, "test_timeout": 2.0,
+               "roles": {role: {"model": f"m-{role}", "base_url": at.url} for role, at in where.items()},
+               **SMALL.get(graph, {})}
+    out = solve(PROBLEM, graph, context=context)
+    seen = {id(first): [r["model"] for r in first.requests[before[0]:]],
+            id(second): [r["model"] for r in second.requests[before[1]:]]}
+    assert "search" not in seen[id(first)]  # every call is some role's
+    for at, models in seen.items():
+        assert all(where[m.removeprefix("m-")] is (first if at == id(first) else second) for m in models)
+    called = seen[id(first)] + seen[id(second)]
+    assert {m.removeprefix("m-") for m in called} <= set(roles) and called
+    counted = out["cost"]["models"]
+    assert {m: c["llm_calls"] for m, c in counted.items()} == {m: called.count(m) for m in set(called)}
+    assert all(c["prompt_tokens"] == 11 * c["llm_calls"] and c["completion_tokens"] == 7 * c["llm_calls"]
+               for c in counted.values())  # the scripted usage: 11 + 7 tokens a call
+
+
+def test_the_selectors_old_settings_are_the_tester_and_judge_entries(endpoints):
+    """Two programs passing the public tests give the selector a choice: its Tester asks selector_model."""
+    _, second = endpoints
+    before, programs = len(second.requests), iter(["x + 1", "1 + x"] * 2)
+    with ScriptedEndpoint([], respond=lambda body: f"```python\ndef inc(x):\n    return {next(programs)}\n```") \
+            as coder:
+        context = {"model": "search", "base_url": coder.url, "structured_output": False, "selector": "differential",
+                   "min_candidates": 2, "tester_inputs": 2, "resample_n": 2, "selector_model": "big",
+                   "selector_base_url": second.url}
+        solve(PROBLEM, "resample", context=context)
+    assert {r["model"] for r in second.requests[before:]} == {"big"}
+    assert Context(**{k: v for k, v in context.items() if k in Context.model_fields}).role_entries()["judge"].model \
+        == "big"
+
+
+def test_a_role_entry_fixes_its_temperature_and_keeps_what_the_graph_binds(endpoints):
+    """resample binds its temperature and a seed per sample; the solver's entry fixing 0.3 and 77 output tokens
+    keeps the seeds."""
+    first, second = endpoints
+    before = len(second.requests)
+    context = {"model": "search", "base_url": first.url, "structured_output": False, "resample_n": 2,
+               "resample_temperature": 0.8,
+               "roles": {"solver": {"model": "coder", "base_url": second.url, "temperature": 0.3,
+                                    "max_tokens": 77}}}
+    solve(PROBLEM, "resample", context=context)
+    sent = second.requests[before:]
+    assert [r["temperature"] for r in sent] == [0.3, 0.3] and len({r.get("seed") for r in sent}) == 2
+    assert [r["max_completion_tokens"] for r in sent] == [77, 77]  # not the solver's default limit, 4,096
+
+
+def test_bad_role_names_are_refused_by_name(endpoints):
+    with pytest.raises(ValueError, match="unknown role.*critc.*the roles: thinker"):
+        Context(roles={"critc": {"model": "x"}})
+    first, _ = endpoints
+    with pytest.raises(ValueError, match="roles names judge, tester, which this run never calls; the roles it calls: "
+                                         "critic, debugger, solver, thinker, verifier"):
+        solve(PROBLEM, "codetree", context={"model": "search", "base_url": first.url, "structured_output": False,
+                                            "roles": {"tester": {"model": "t"}, "judge": {"model": "j"}}})
+
+
+def test_cost_per_model_adds_up_and_is_priced_by_hand():
+    a = {"llm_calls": 1, "prompt_tokens": 100, "completion_tokens": 10,
+         "models": {"qwen2.5-coder-0.5b-instruct-q4_k_m": {"llm_calls": 1, "prompt_tokens": 100,
+                                                            "completion_tokens": 10}}}
+    b = {"llm_calls": 2, "prompt_tokens": 300, "completion_tokens": 50,
+         "models": {"qwen2.5-coder-1.5b-instruct-q4_k_m": {"llm_calls": 2, "prompt_tokens": 300,
+                                                            "completion_tokens": 50}}}
+    total = add_cost(add_cost(a, b), a)
+    assert total["models"]["qwen2.5-coder-0.5b-instruct-q4_k_m"] == {"llm_calls": 2, "prompt_tokens": 200,
+                                                                     "completion_tokens": 20}
+    # 0.5 per million for the 0.5B's 220 tokens, 1.5 for the 1.5B's 350: (110 + 525) / 1e6
+    assert money_spent(total, {}) == pytest.approx(635e-6)
+    assert money_spent(total, {"qwen2.5-coder-1.5b-instruct-q4_k_m": (2.0, 10.0)}) == pytest.approx(
+        (220 * 0.5 + 300 * 2 + 50 * 10) / 1e6)
+    assert default_price("gpt-4o-mini") is None and money_spent({**b, "models": {"gpt-4o-mini": {}}}, {}) is None
+    assert default_price("Llama-3.1-8B-Instruct.gguf") == (8.0, 8.0)
+
+
+def test_the_cost_budget_stops_a_search_before_the_call_that_would_pass_it(endpoints):
+    """Each scripted call is 11 prompt and 7 completion tokens; at 1,000 per million tokens a call costs 0.018, so
+    a budget of 0.05 lets three calls start (0, 0.018, 0.036 spent) and stops the fourth."""
+    first, _ = endpoints
+    context = {"model": "search", "base_url": first.url, "structured_output": False, "resample_n": 10,
+               "cost_budget": 0.05, "prices": {"search": [1000, 1000]}}
+    out = solve(PROBLEM, "resample", context=context)
+    assert out["stop_reason"] == "cost_budget" and out["cost"]["llm_calls"] == 3
+    with pytest.raises(ValueError, match="cost_budget needs a price for search"):
+        solve(PROBLEM, "resample", context={**context, "prices": {}})
+
+
+def test_roles_and_prices_come_from_the_environment_as_json(monkeypatch):
+    monkeypatch.setenv("CODEFOREST_ROLES", json.dumps({"critic": {"model": "small"}}))
+    monkeypatch.setenv("CODEFOREST_PRICES", json.dumps({"gpt-4o-mini": [0.15, 0.6]}))
+    context = Context()
+    assert context.roles["critic"].model == "small" and context.prices == {"gpt-4o-mini": (0.15, 0.6)}
+    monkeypatch.setenv("CODEFOREST_ROLES", json.dumps({"critc": {"model": "small"}}))
+    with pytest.raises(ValueError, match="critc"):
+        Context()
