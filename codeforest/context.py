@@ -19,6 +19,8 @@ from codeforest.roles import ROLE_NAMES
 
 ENV_PREFIX = "CODEFOREST_"
 C = TypeVar("C", bound="Context")
+
+
 class RoleModel(BaseModel):
     """The model one role talks to: a model name at an endpoint (embedded when ``base_url`` is empty)."""
 

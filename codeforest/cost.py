@@ -71,11 +71,6 @@ def price_of(model: str, prices: Mapping[str, Iterable[float]]) -> tuple[float, 
     return default_price(model)
 
 
-def unpriced(cost: Cost | dict | None, prices: Mapping[str, Iterable[float]]) -> list[str]:
-    """The models of a cost record that have no price."""
-    return sorted(name for name in (cost or {}).get("models", {}) if price_of(name, prices) is None)
-
-
 def money_spent(cost: Cost | dict | None, prices: Mapping[str, Iterable[float]]) -> float | None:
     """What a cost record's tokens cost, in the price table's unit (None when a model in it has no price, or the
     record counts tokens without saying whose)."""
@@ -83,7 +78,7 @@ def money_spent(cost: Cost | dict | None, prices: Mapping[str, Iterable[float]])
     if tokens_spent(cost) and not cost.get("models"):
         return None
     total = 0.0
-    for name, counts in (cost or {}).get("models", {}).items():
+    for name, counts in cost.get("models", {}).items():
         price = price_of(name, prices)
         if price is None:
             return None

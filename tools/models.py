@@ -303,13 +303,15 @@ def local_model_file(model: str, progress=None) -> Path:
 _chat_models: dict[tuple, BaseChatModel] = {}
 
 
-def counted_name(context: Context) -> str:
-    """The name a context's model's calls are counted and priced under: an embedded model's file name (a .gguf
-    path's stem), else the model name at its endpoint."""
-    if context.base_url:
-        return context.model
-    spec = embedded_spec(context.model)
-    return spec.name if spec is not None else Path(context.model).stem
+def counted_name(model: str, base_url: str = "") -> str:
+    """The name a model's calls are counted and priced under: the model name at its endpoint (``base_url``), an
+    embedded model's file name (a .gguf path's stem)."""
+    if base_url:
+        return model
+    spec = embedded_spec(model)
+    if spec is not None:
+        return spec.name
+    return Path(model).stem if model.endswith(".gguf") else model
 
 
 def get_chat_model(context: Context, progress=None) -> BaseChatModel:

@@ -53,16 +53,6 @@ def role_option(text: str) -> tuple[str, dict]:
     return role, {"model": model, "base_url": url or ""}
 
 
-def price_key(model: str) -> str:
-    """A model as records name it: an embedded alias by its file name, a .gguf path by its stem."""
-    from codeforest.tools.models import embedded_spec
-
-    spec = embedded_spec(model)
-    if spec is not None:
-        return spec.name
-    return Path(model).stem if model.endswith(".gguf") else model
-
-
 def price_option(text: str) -> tuple[str, tuple[float, float]]:
     """An argparse type: ``MODEL=IN[,OUT]``, prices per million tokens (one number: input and output alike)."""
     model, sep, numbers = text.rpartition("=")
@@ -73,12 +63,16 @@ def price_option(text: str) -> tuple[str, tuple[float, float]]:
     if not sep or not model.strip() or len(values) not in (1, 2) or any(v < 0 or v != v for v in values):
         raise argparse.ArgumentTypeError(f"{text!r} is not MODEL=IN[,OUT] with prices of at least 0, e.g. "
                                          "gpt-4o-mini=0.15,0.6")
-    return price_key(model.strip()), (values[0], values[-1])
+    from codeforest.tools.models import counted_name
+
+    return counted_name(model.strip()), (values[0], values[-1])
 
 
 def read_prices(path: str) -> dict[str, tuple[float, float]]:
     """A JSON price table file: ``{model: [input, output]}`` or ``{model: price}`` per million tokens."""
     import json
+
+    from codeforest.tools.models import counted_name
 
     try:
         table = json.loads(Path(path).read_text())
@@ -91,7 +85,7 @@ def read_prices(path: str) -> dict[str, tuple[float, float]]:
         given = price if isinstance(price, list) else [price]
         if len(given) not in (1, 2) or not all(isinstance(v, int | float) and v >= 0 for v in given):
             raise ValueError(f"--prices {path}: {model!r} needs [input, output] prices of at least 0, not {price!r}")
-        prices[price_key(model)] = (float(given[0]), float(given[-1]))
+        prices[counted_name(model)] = (float(given[0]), float(given[-1]))
     return prices
 
 
