@@ -380,13 +380,21 @@ def pairwise(latest: list[dict], graph: str, base: str, *, finals: bool = False)
     return f"{line}; another final program on {len(changed)} ({', '.join(changed) or 'none'})"
 
 
-def against_resampling(latest: list[dict], rows: list[dict], by_cost: bool = False) -> list[str]:
+SPENT = {  # what a run spent per problem, by measure: its reading and how a line shows it
+    "tokens": (tokens_spent, lambda v: f"{v:,.0f} tokens/problem", lambda v: f"{v:,.0f}"),
+    "cost": (lambda r: r.get("cost"), lambda v: f"{v:.3g} cost/problem", lambda v: f"{v:.3g}"),
+    "wall": (lambda r: r.get("wall_s"), lambda v: f"{v:,.0f} s/problem", lambda v: f"{v:,.0f} s"),
+}
+
+
+def against_resampling(latest: list[dict], rows: list[dict], by: str = "tokens") -> list[str]:
     """Each run against the plain-resampling run of its model that, on the problems both ran, spent the most
     tokens per problem without spending more than it: the problems one solves and the other fails, and both
     pass@1 and tokens per problem on those problems (so a run still in progress meets the baseline's same
     problems). Runs cheaper than every resampling run are left out; of two bases at equal tokens, the one whose
-    records come first. ``by_cost``: by cost at the runs' prices instead, against the resampling of every model
-    (the one of each model that spent the most without spending more), where both runs' records are priced."""
+    records come first. ``by`` 'cost' (at the runs' prices) or 'wall' (seconds on this machine) instead of
+    'tokens': against the resampling of every model (the one of each model that spent the most without spending
+    more), where both runs' records have that measure."""
     runs: dict[tuple, dict[str, dict]] = {}
     name = run_namer(latest)
     for record in latest:
@@ -394,8 +402,8 @@ def against_resampling(latest: list[dict], rows: list[dict], by_cost: bool = Fal
     names = {key: name(next(iter(problems.values()))) for key, problems in runs.items()}
     plain = [key for key in runs if any(plain_resample(r) for r in runs[key].values())]  # ordered: ties stay put
 
-    def spent(record: dict) -> float | None:
-        return record.get("cost") if by_cost else tokens_spent(record)
+    spent, shown, base_shown = SPENT[by]
+    any_model = by != "tokens"
 
     def on(key: tuple, common: list[str]) -> tuple[float, float] | None:  # spent per problem, pass@1
         chosen = [runs[key][p] for p in common]
@@ -409,7 +417,7 @@ def against_resampling(latest: list[dict], rows: list[dict], by_cost: bool = Fal
         if key in plain or key not in runs:
             continue
         best: dict = {}  # per base model (one for tokens: the run's own)
-        for base in (b for b in plain if by_cost or b[1] == key[1]):
+        for base in (b for b in plain if any_model or b[1] == key[1]):
             common = [p for p in runs[key] if p in runs[base]]
             mine, theirs = (on(key, common), on(base, common)) if common else (None, None)
             if mine is None or theirs is None:
@@ -417,9 +425,8 @@ def against_resampling(latest: list[dict], rows: list[dict], by_cost: bool = Fal
             if theirs[0] <= mine[0] and (base[1] not in best or theirs[0] > best[base[1]][3]):
                 best[base[1]] = (base, *mine, *theirs)
         for base, amount, passed, base_amount, base_passed in best.values():
-            shown = (f"{amount:.3g} cost/problem against {100 * base_passed:.1f} at {base_amount:.3g}" if by_cost
-                     else f"{amount:,.0f} tokens/problem against {100 * base_passed:.1f} at {base_amount:,.0f}")
-            lines.append(f"{pairwise(latest, names[key], names[base])}; on them pass@1 {100 * passed:.1f} at {shown}")
+            lines.append(f"{pairwise(latest, names[key], names[base])}; on them pass@1 {100 * passed:.1f} at "
+                         f"{shown(amount)} against {100 * base_passed:.1f} at {base_shown(base_amount)}")
     return lines
 
 
@@ -470,9 +477,10 @@ def markdown(records: list[dict]) -> str:
     resampling = against_resampling(latest, rows)
     if resampling:  # every search is judged against plain resampling that spent no more tokens
         parts += ["## Against plain resampling at no more tokens", "\n".join(resampling)]
-    costly = against_resampling(latest, rows, by_cost=True) if by_cost(rows) else []
-    if costly:  # and, with several models or a cost budget, against each model's resampling at no more cost
-        parts += ["## Against plain resampling at no more cost", "\n".join(costly)]
+    for by in ("cost", "wall time") if by_cost(rows) else ():  # several models: each model's resampling
+        lines = against_resampling(latest, rows, by=by.split()[0])
+        if lines:
+            parts += [f"## Against plain resampling at no more {by}", "\n".join(lines)]
     ablations = [g for g in graphs if graph_of[g] != g and graph_of[g] in graphs and graph_of[g] != graphs[0]]
     if ablations:  # a run with other settings against the same graph at its defaults
         parts += ["## Against the same graph at its defaults", "\n".join(against(g, graph_of[g]) for g in ablations)]

@@ -16,8 +16,10 @@ from pathlib import Path
 from codeforest.bench import _safe_name, latest_records, read_results, tree_path
 from codeforest.cost import tokens_spent
 from codeforest.report import (
+    COST_PLOT,
     SELECTION_COLUMNS,
     against_resampling,
+    by_cost,
     pass_rate_note,
     report,
     run_namer,
@@ -130,7 +132,10 @@ def html_report(out_dir: str | Path) -> Path:
     if not rows:
         raise ValueError(f"No results in {out}")
     latest = latest_records(read_results(out))
-    against = against_resampling(latest, rows)
+    against = {"tokens": against_resampling(latest, rows)}
+    if by_cost(rows):  # runs on several models: each model's resampling at no more cost and wall time, too
+        against.update({measure: against_resampling(latest, rows, by=measure.split()[0])
+                        for measure in ("cost", "wall time")})
     columns, cells = summary_table(rows)
     note = pass_rate_note(rows)
     name = run_namer(latest)
@@ -149,6 +154,8 @@ def html_report(out_dir: str | Path) -> Path:
         return f'<a class="{verdict}" href="#{anchor}">{verdict}</a> ({calls} calls, {tokens:,} tok)'
 
     plot = base64.b64encode(Path(plot_path).read_bytes()).decode() if plot_path else ""
+    cost_plot = out / COST_PLOT
+    cost_plot = base64.b64encode(cost_plot.read_bytes()).decode() if by_cost(rows) and cost_plot.exists() else ""
     trees = []
     for (graph, problem), record in by_key.items():
         path = tree_path(out, record)
@@ -164,8 +171,12 @@ def html_report(out_dir: str | Path) -> Path:
             f'<p class="note">{html.escape(note)}</p>' if note else "",
             "<h2>pass@1 against tokens</h2>",
             f'<img class="plot" alt="pass@1 against tokens" src="data:image/png;base64,{plot}">' if plot else "",
-            *(["<h2>Against plain resampling at no more tokens</h2>",
-               "<ul>" + "".join(f"<li>{html.escape(line[2:])}</li>" for line in against) + "</ul>"] if against else []),
+            *(["<h2>pass@1 against cost</h2>",
+               f'<img class="plot" alt="pass@1 against cost" src="data:image/png;base64,{cost_plot}">']
+              if cost_plot else []),
+            *(part for measure, lines in against.items() if lines for part in (
+                f"<h2>Against plain resampling at no more {measure}</h2>",
+                "<ul>" + "".join(f"<li>{html.escape(line[2:])}</li>" for line in lines) + "</ul>")),
             "<h2>Per problem (private tests)</h2>",
             _table(["problem", *graphs], [[html.escape(p), *(outcome(g, p) for g in graphs)] for p in problems]),
             "<h2>Public-passing finals and selectors</h2>",

@@ -650,17 +650,18 @@ def test_parse_budgets():
 def test_a_search_on_two_models_meets_each_models_resampling_at_no_more_cost(tmp_path):
     """Resampling with the small model (cost 0.002 a problem) and with the big one (0.004 and 0.009); a search writing
     with the small model and judging with the big one (0.006) meets the small one's and the big one's at 0.004, not
-    the one at 0.009; the summary shows cost per problem and the report draws pass@1 against cost."""
+    the one at 0.009 (and by wall time the other one); the summary shows cost per problem and the report draws
+    pass@1 against cost."""
     from codeforest.report import COST_PLOT, markdown, report
 
-    def run(graph, model, settings, cost, solved, models=("s",)):
+    def run(graph, model, settings, cost, wall, solved, models=("s",)):
         return [{"graph": graph, "settings": settings, "model": model, "problem_id": f"P/{i}", "error": None,
                  "private_passed": i in solved, "prompt_tokens": 100, "completion_tokens": 0, "cost": cost,
-                 "models": {m: {"llm_calls": 1} for m in models}} for i in range(2)]
+                 "wall_s": wall, "models": {m: {"llm_calls": 1} for m in models}} for i in range(2)]
 
-    records = (run("resample", "s", {}, 0.002, {0}) + run("resample", "b", {}, 0.004, {1}, ("b",))
-               + run("resample", "b", {"resample_n": 40}, 0.009, {0, 1}, ("b",))
-               + run("codetree", "s", {"roles": "critic=b"}, 0.006, {0, 1}, ("s", "b")))
+    records = (run("resample", "s", {}, 0.002, 10, {0}) + run("resample", "b", {}, 0.004, 50, {1}, ("b",))
+               + run("resample", "b", {"resample_n": 40}, 0.009, 30, {0, 1}, ("b",))
+               + run("codetree", "s", {"roles": "critic=b"}, 0.006, 40, {0, 1}, ("s", "b")))
     (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     md = markdown(records)
     section = md.split("## Against plain resampling at no more cost\n\n")[1].split("\n\n")[0]
@@ -672,8 +673,17 @@ def test_a_search_on_two_models_meets_each_models_resampling_at_no_more_cost(tmp
         "(P/0), fails 0 that resample (b) solves (none); on them pass@1 100.0 at 0.006 cost/problem against 50.0 at "
         "0.004"]
     assert "| cost/problem |" in md and "| 0.006 |" in md
+    # at no more wall time the big model's other run (30 s, not the one at 50 s) is the one it meets
+    section = md.split("## Against plain resampling at no more wall time\n\n")[1].split("\n\n")[0]
+    assert [line.rsplit("; on them ", 1)[1] for line in section.splitlines()] == [
+        "pass@1 100.0 at 40 s/problem against 50.0 at 10 s", "pass@1 100.0 at 40 s/problem against 100.0 at 30 s"]
     report(tmp_path)
     assert (tmp_path / COST_PLOT).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    from codeforest.report_html import html_report
+
+    page = html_report(tmp_path).read_text()
+    assert '<img class="plot" alt="pass@1 against cost"' in page
+    assert "<h2>Against plain resampling at no more wall time</h2><ul><li>codetree roles=critic=b (s) vs" in page
 
 
 def test_a_budget_of_one_reads_in_the_singular():
