@@ -430,6 +430,13 @@ def against_resampling(latest: list[dict], rows: list[dict], by: str = "tokens")
     return lines
 
 
+def resampling_comparisons(latest: list[dict], rows: list[dict]) -> dict[str, list[str]]:
+    """Each search against plain resampling at no more tokens (its own model's), and, when the runs are worth
+    comparing by cost (``by_cost``), at no more cost and no more wall time (every model's); by the measure's name."""
+    measures = {"tokens": "tokens", **({"cost": "cost", "wall time": "wall"} if by_cost(rows) else {})}
+    return {name: against_resampling(latest, rows, by=by) for name, by in measures.items()}
+
+
 def by_cost(rows: list[dict]) -> bool:
     """True when the runs are worth comparing by cost: every one priced, and some on several models or under a
     cost budget (for one model alone, cost is its tokens at one price)."""
@@ -474,13 +481,9 @@ def markdown(records: list[dict]) -> str:
 
     if len(graphs) > 1:
         parts += [f"## Against {graphs[0]}, problem by problem", "\n".join(against(g, graphs[0]) for g in graphs[1:])]
-    resampling = against_resampling(latest, rows)
-    if resampling:  # every search is judged against plain resampling that spent no more tokens
-        parts += ["## Against plain resampling at no more tokens", "\n".join(resampling)]
-    for by in ("cost", "wall time") if by_cost(rows) else ():  # several models: each model's resampling
-        lines = against_resampling(latest, rows, by=by.split()[0])
+    for measure, lines in resampling_comparisons(latest, rows).items():  # every search against plain resampling
         if lines:
-            parts += [f"## Against plain resampling at no more {by}", "\n".join(lines)]
+            parts += [f"## Against plain resampling at no more {measure}", "\n".join(lines)]
     ablations = [g for g in graphs if graph_of[g] != g and graph_of[g] in graphs and graph_of[g] != graphs[0]]
     if ablations:  # a run with other settings against the same graph at its defaults
         parts += ["## Against the same graph at its defaults", "\n".join(against(g, graph_of[g]) for g in ablations)]

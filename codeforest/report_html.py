@@ -18,10 +18,10 @@ from codeforest.cost import tokens_spent
 from codeforest.report import (
     COST_PLOT,
     SELECTION_COLUMNS,
-    against_resampling,
     by_cost,
     pass_rate_note,
     report,
+    resampling_comparisons,
     run_namer,
     selection_cells,
     selection_rows,
@@ -132,10 +132,7 @@ def html_report(out_dir: str | Path) -> Path:
     if not rows:
         raise ValueError(f"No results in {out}")
     latest = latest_records(read_results(out))
-    against = {"tokens": against_resampling(latest, rows)}
-    if by_cost(rows):  # runs on several models: each model's resampling at no more cost and wall time, too
-        against.update({measure: against_resampling(latest, rows, by=measure.split()[0])
-                        for measure in ("cost", "wall time")})
+    against = resampling_comparisons(latest, rows)
     columns, cells = summary_table(rows)
     note = pass_rate_note(rows)
     name = run_namer(latest)
