@@ -122,7 +122,8 @@ class RpmContext(Context):
         "nothing, earlier proposals as 'History i:' lines after the prompt's 'history' sentence; the knowledge-base "
         "query and the critic then read that text too; and replies are read as the released code reads them: a "
         "proposal's step as written (an unreadable one kept as a blank step), the locator's <step_n> number alone, "
-        "in range or not."))
+        "in range or not; a re-roll-out's reflection is its program, a line break and the analysis, even an empty "
+        "one."))
     rpm_extract_steps: bool = Field(default=False, description=(
         "True: after every roll-out, one more call breaks its reply into tagged steps (the released step extractor, "
         "not in the paper); the code writer then implements that answer and the rolled steps are read from it."))
@@ -489,8 +490,12 @@ def revise(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel |
         held = tried["record"] if keeps_own and grafted else {}  # the program the leaf could not take
         updates = merge_nodes(updates, {**grafted, **({leaf: {"expanded": True}} if grafted else {})})
         updates = merge_nodes(updates, {last: {**held, "passing": True, "final_code": tried["code"]}})
-    # the released reflection after a re-roll-out: its program and the evaluator's analysis, on the path
-    reflection = "\n".join(text for text in (tried["code"], tried["analysis"]) if text) or state["reflection"]
+    # the released reflection after a re-roll-out: its program and the evaluator's analysis, on the path (the
+    # released text joins them even when the analysis is empty, leaving the program's line break)
+    if context.rpm_layout == "released":
+        reflection = f"{tried['code']}\n{tried['analysis']}"
+    else:
+        reflection = "\n".join(text for text in (tried["code"], tried["analysis"]) if text) or state["reflection"]
     for node_id in [*search.path_to(view, leaf)[1:], *grafted]:
         updates = merge_nodes(updates, {node_id: {"reflection": reflection}})
     return {"nodes": updates, "rerolled": {"node": leaf, "q": tried["q"]}, "reflection": reflection,

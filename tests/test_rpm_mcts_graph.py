@@ -670,3 +670,19 @@ def test_the_released_locator_reading():
         == [9, 7, 7]
     assert [located("<step_n> 9 </step_n>", False), located("<step_2>x</step_2>", False)] == [7, 2]
     assert [released_fallback(5, 2), released_fallback(2, 2), released_fallback(0, 0)] == [2, 1, -1]
+
+
+def test_the_released_layout_keeps_the_line_break_of_a_reflection_without_analysis():
+    """After a failed re-roll-out whose evaluator wrote only its score, the released reflection is the program and a
+    line break (program + '\\n' + an empty analysis), which the next expansion shows as is."""
+    script = Script(next=["Next step: Return x.", "Next step: Add one."],
+                    critic=["<score>6</score>", "<score>7</score>"],
+                    roll=["Step 1: Return x.", "Step 1: Return x.\nStep 2: Add one.\nStep 3: Return."],
+                    code=[code("x"), code("x"), code("x + 1")],
+                    evaluate=["<evaluation>1</evaluation>"] * 2 + ["<evaluation>9</evaluation>"],
+                    locate=["<step_n>2</step_n> Remember to add one."], reroll=["Step 1: Return x."])
+    out = run(script, kb_path="", rpm_kb=False, rpm_width=1, rpm_rollouts=2, rpm_ldb=False, rpm_rerollout=True,
+              rpm_layout="released")
+    reflection = "def inc(x):\n    return x\n"
+    assert out["nodes"]["n1"]["reflection"] == reflection
+    assert f"Analysis:\n{reflection}\n" in script.prompts["next"][1]  # the packaged template's own line break after it
