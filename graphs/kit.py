@@ -395,10 +395,11 @@ def _counted(fn: Callable, cls: type[Context]) -> Callable:
     def node(state, **injected):  # LangGraph injects what ``fn`` declares (runtime ...)
         runtime = injected.get("runtime")
         token = _KEPT.set({})
-        router = role_router(settings(runtime, cls)) if runtime is not None else None
+        context = settings(runtime, cls)  # read once for the node's budgets, output limits and roles
+        run = context if runtime is not None else None  # budgets and roles come with a run's context only
         try:
-            with counting_calls(tokens_left(state, runtime), output_window(runtime), cost_left(state, runtime)), \
-                    routing(router):
+            with counting_calls(tokens_left(state, run), output_window(context), cost_left(state, run)), \
+                    routing(role_router(run) if run is not None else None):
                 return fn(state, **injected)
         except ModelFault as fault:
             fault.kept = _KEPT.get()
@@ -416,28 +417,25 @@ def spent_so_far(state: dict) -> dict:
     return add_cost(state.get("cost"), state.get("spent_before"))
 
 
-def tokens_left(state: dict, runtime: Runtime | None) -> int | None:
+def tokens_left(state: dict, context: Context | None) -> int | None:
     """Tokens the run may still spend before its next model call (``None``: no ``token_budget``)."""
-    budget = settings(runtime, Context).token_budget if runtime is not None else 0
-    if not budget:
+    if context is None or not context.token_budget:
         return None
-    return budget - tokens_spent(spent_so_far(state))
+    return context.token_budget - tokens_spent(spent_so_far(state))
 
 
-def cost_left(state: dict, runtime: Runtime | None) -> tuple[float, dict] | None:
+def cost_left(state: dict, context: Context | None) -> tuple[float, dict] | None:
     """What the run may still spend in the price unit before its next model call, and the price table
     (``None``: no ``cost_budget``)."""
-    context = settings(runtime, Context) if runtime is not None else None
     if context is None or not context.cost_budget:
         return None
     return context.cost_budget - (money_spent(spent_so_far(state), context.prices) or 0.0), context.prices
 
 
-def output_window(runtime: Runtime | None) -> int | None:
+def output_window(context: Context) -> int | None:
     """The context one request has when per-role output limits apply (``max_tokens`` 0): the embedded
     server's ``n_ctx`` (it holds that much per slot), or 0 for an endpoint (unknown); ``None`` when
     ``max_tokens`` is set."""
-    context = settings(runtime, Context)
     if context.max_tokens:
         return None
     return 0 if context.base_url else context.n_ctx
