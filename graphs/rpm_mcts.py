@@ -251,10 +251,11 @@ def best_child(nodes: dict[str, NodeRecord], parent: str, context: RpmContext, r
 
 
 def kept_siblings(similarity, threshold: float) -> list[int]:
-    """Greedy in proposal order: a step is kept unless it is more similar than ``threshold`` to a kept one."""
+    """Greedy in proposal order: a step is kept unless it is more similar than ``threshold`` to a kept one. A
+    similarity that is not a number (WordLlama embeds an empty step as NaN) is not above it, as released."""
     kept: list[int] = []
     for i in range(len(similarity)):
-        if all(similarity[i][j] <= threshold for j in kept):
+        if not any(similarity[i][j] > threshold for j in kept):
             kept.append(i)
     return kept
 

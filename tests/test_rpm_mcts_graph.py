@@ -197,6 +197,8 @@ def test_selection_values_and_backup_by_hand():
     assert initial_value(6, 0.4, with_kb) == pytest.approx(0.5 * 6 + 2)
     assert solution_value(0.5, 8, paper) == pytest.approx(0.5 * 5 + 0.5 * 8)
     assert kept_siblings([[1, 0.9, 0.2], [0.9, 1, 0.1], [0.2, 0.1, 1]], 0.85) == [0, 2]
+    nan = float("nan")  # WordLlama embeds an empty step as NaN: it is similar to nothing (the released filter)
+    assert kept_siblings([[nan, nan, nan], [nan, 1, nan], [nan, nan, nan]], 0.85) == [0, 1, 2]
     nodes = {"root": {"id": "root", "parent": None, "visits": 2, "value": 6.0, "order": 0},
              "a": {"id": "a", "parent": "root", "visits": 1, "value": 4.0, "order": 1},
              "b": {"id": "b", "parent": "root", "visits": 1, "value": 8.0, "order": 2},
