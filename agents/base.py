@@ -26,6 +26,7 @@ from openai import LengthFinishReasonError
 from codeforest.cost import money_spent, tokens_spent, total_cost
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
+from codeforest.tools.cache import REPLAYED_S
 from codeforest.tools.models import describe_model_failure, is_model_failure
 from codeforest.tools.redaction import redact
 from codeforest.tools.stopwatch import MODEL, timed
@@ -294,6 +295,9 @@ def usage_cost(reply: BaseMessage, model: str = "") -> dict:
         cost["models"] = {model: dict(cost)}
     if usage.get("total_cost", None) == 0:  # LangChain zeroes total_cost only on a cache hit
         cost["cached_calls"] = 1
+        replayed = (reply.response_metadata or {}).get(REPLAYED_S)
+        if replayed:  # the seconds the call took when it was made (a cache entry of an earlier version has none)
+            cost["replayed_s"] = float(replayed)
     return cost
 
 

@@ -65,9 +65,10 @@ def result_settings(context: Context) -> dict:
 
 
 def model_costs(cost: dict, context: Context) -> dict:
-    """A record's calls and tokens per model (``models``) and their ``cost`` in the price table's unit (None when a
-    model has no price)."""
-    return {"models": cost.get("models", {}), "cost": money_spent(cost, context.prices)}
+    """A record's calls and tokens per model (``models``), their ``cost`` in the price table's unit (None when a
+    model has no price), and the seconds its cached calls took when they were made (``replayed_s``)."""
+    return {"models": cost.get("models", {}), "cost": money_spent(cost, context.prices),
+            "replayed_s": round(cost.get("replayed_s", 0.0), 3)}
 
 
 def shown_model(model: str) -> str:

@@ -22,6 +22,7 @@ class Cost(TypedDict, total=False):
     cached_calls: int  # model calls answered from the response cache (no endpoint request)
     prm_calls: int  # calls to a PRM endpoint (a trained verifier; an LLM verifier's calls are llm_calls)
     models: dict[str, dict[str, int]]  # per model name: llm_calls, prompt_tokens, completion_tokens
+    replayed_s: float  # what the calls answered from the response cache took when they were made
 
 
 COST_KEYS = ("llm_calls", "prompt_tokens", "completion_tokens", "programs", "sandbox_runs", "parse_failures",
@@ -33,9 +34,12 @@ _PARAMETERS = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)b(?![a-z])", re.IGNORECASE)
 
 
 def add_cost(left: Cost | None, right: Cost | None) -> Cost:
-    """Sum two cost records key by key (and model by model)."""
+    """Sum two cost records key by key (and model by model; ``replayed_s`` only where a cache hit had some)."""
     left, right = left or {}, right or {}
     total: Cost = {k: left.get(k, 0) + right.get(k, 0) for k in COST_KEYS}
+    replayed = left.get("replayed_s", 0.0) + right.get("replayed_s", 0.0)
+    if replayed:
+        total["replayed_s"] = replayed
     models = {**left.get("models", {})}
     for name, counts in right.get("models", {}).items():
         mine = models.get(name, {})
@@ -84,3 +88,15 @@ def money_spent(cost: Cost | dict | None, prices: Mapping[str, Iterable[float]])
             return None
         total += (counts.get("prompt_tokens", 0) * price[0] + counts.get("completion_tokens", 0) * price[1]) / 1e6
     return total
+
+
+def per_model_text(cost: Cost | dict | None, prices: Mapping[str, Iterable[float]]) -> str:
+    """Each model's calls and tokens, and what they cost, as one line for a person ('' when no model is named)."""
+    models = (cost or {}).get("models") or {}
+    if not models:
+        return ""
+    parts = [f"{name}: {c.get('llm_calls', 0)} calls, {c.get('prompt_tokens', 0)}+{c.get('completion_tokens', 0)} "
+             f"tokens" for name, c in models.items()]
+    spent = money_spent(cost, prices)
+    priced = f"; cost {spent:.6g} in the price table's unit" if spent is not None else "; cost unknown (no price)"
+    return "; ".join(parts) + priced

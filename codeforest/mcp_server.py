@@ -6,6 +6,7 @@ graph of its name, and returns the program with its public-test verdict. Needs t
 
 # no `from __future__ import annotations`: each tool's signature is built at run time (its settings' names) and
 # the MCP SDK reads the annotations as objects
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any
 
 import anyio.from_thread
@@ -19,6 +20,7 @@ from typing_extensions import TypedDict
 from codeforest.api import solve
 from codeforest.cli import one_line, user_errors
 from codeforest.cli.solve import describe_event
+from codeforest.cost import money_spent, per_model_text
 from codeforest.problems import Problem, StdioTest, docstring_tests, validate_problem
 from codeforest.registry import context_for, graph_module, graph_names
 from codeforest.tools.redaction import redact
@@ -39,6 +41,8 @@ class Solution(TypedDict):
     public_total: int | None
     error: str | None
     cost: dict[str, float]
+    models: dict[str, dict[str, int]]
+    spent: float | None
 
 
 def build_server(defaults: dict | None = None) -> MCPServer:
@@ -80,11 +84,11 @@ def graph_tool(graph: str, defaults: dict):
 
         try:
             problem = problem_of(prompt, entry_point, public_tests, problem_id)
-            output = solve(problem, graph, context=context_for(graph, {**defaults, **(settings or {})}),
-                           on_event=progress)
+            context = context_for(graph, {**defaults, **(settings or {})})
+            output = solve(problem, graph, context=context, on_event=progress)
         except user_errors() as exc:  # the caller's mistake or a failing service: their text, not a crash
             raise ToolError(redact(one_line(exc))) from exc
-        return tool_result(output)
+        return tool_result(output, context.prices)
 
     return run
 
@@ -99,8 +103,9 @@ def problem_of(prompt: str, entry_point: str | None, public_tests: list | None, 
                              "public_tests": tests})
 
 
-def tool_result(output: dict) -> CallToolResult:
-    """The program and its verdict as MCP content (a summary, then the code) and structured content."""
+def tool_result(output: dict, prices: Mapping[str, Iterable[float]] | None = None) -> CallToolResult:
+    """The program and its verdict as MCP content (a summary, then the code) and structured content, with each
+    model's calls and tokens and what they cost at ``prices`` (embedded models at their default price)."""
     error = redact(output["error"]) if output.get("error") else None
     if not output.get("final_code"):
         raise ToolError(f"the search wrote no program ({output.get('stop_reason')}): {error or 'no reason given'}")
@@ -111,9 +116,12 @@ def tool_result(output: dict) -> CallToolResult:
     cost = output.get("cost") or {}
     summary = (f"{verdict}; stop: {output.get('stop_reason')}; model calls: {cost.get('llm_calls', 0)}, "
                f"{cost.get('wall_s', 0):.1f} s" + (f"; the search ended early: {error}" if error else ""))
+    per_model = per_model_text(cost, prices or {})
+    summary += f"\nper model: {per_model}" if per_model else ""
     solution = Solution(program=output["final_code"], summary=summary, stop_reason=output.get("stop_reason"),
                         public_passed=passed, public_total=total, error=error,
-                        cost={k: v for k, v in cost.items() if isinstance(v, int | float)})
+                        cost={k: v for k, v in cost.items() if isinstance(v, int | float)},
+                        models=cost.get("models", {}), spent=money_spent(cost, prices or {}))
     return CallToolResult(content=[TextContent(type="text", text=summary),
                                    TextContent(type="text", text=solution["program"])],
                           structured_content=dict(solution))

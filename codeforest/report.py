@@ -383,7 +383,9 @@ def pairwise(latest: list[dict], graph: str, base: str, *, finals: bool = False)
 SPENT = {  # what a run spent per problem, by measure: its reading and how a line shows it
     "tokens": (tokens_spent, lambda v: f"{v:,.0f} tokens/problem", lambda v: f"{v:,.0f}"),
     "cost": (lambda r: r.get("cost"), lambda v: f"{v:.3g} cost/problem", lambda v: f"{v:.3g}"),
-    "wall": (lambda r: r.get("wall_s"), lambda v: f"{v:,.0f} s/problem", lambda v: f"{v:,.0f} s"),
+    # a run replayed from the response cache is timed as if it had made its calls (what they took when made)
+    "wall": (lambda r: r["wall_s"] + r.get("replayed_s", 0.0) if r.get("wall_s") is not None else None,
+             lambda v: f"{v:,.0f} s/problem", lambda v: f"{v:,.0f} s"),
 }
 
 

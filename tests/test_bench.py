@@ -382,6 +382,43 @@ def test_response_cache_makes_an_identical_rerun_free(tmp_path, capsys):
         restarted.close()
 
 
+def test_a_run_replayed_from_the_cache_counts_the_seconds_its_calls_took_when_made(tmp_path):
+    """Each reply comes 0.3 s after its request: the first run stores that with each answer, the replay reports it
+    as ``replayed_s`` (the first run, which made its calls, none), and the report times the replay by it."""
+    from codeforest.report import SPENT
+    from codeforest.scripted_endpoint import ScriptedEndpoint, any_role_reply
+
+    args = ["bench", "--graph", "direct", "--dataset", "humaneval", "--limit", "2", "--model", "fake",
+            "--cache", str(tmp_path / "responses.sqlite")]
+    with ScriptedEndpoint([], delay=0.3, respond=any_role_reply) as api:
+        assert main([*args, "--base-url", api.url, "--out", str(tmp_path / "first")]) == 0
+        assert main([*args, "--base-url", api.url, "--out", str(tmp_path / "again")]) == 0
+        assert len(api.requests) == 2  # the second run made none
+    first, again = read_results(tmp_path / "first"), read_results(tmp_path / "again")
+    assert [r["replayed_s"] for r in first] == [0, 0]
+    made = {r["problem_id"]: r["wall_s"] for r in first}  # a call took no longer than the run that made it
+    assert all(r["cached_calls"] == 1 and 0.3 <= r["replayed_s"] <= made[r["problem_id"]] for r in again)
+    assert all(SPENT["wall"][0](r) == r["wall_s"] + r["replayed_s"] for r in again)
+    with sqlite3.connect(tmp_path / "responses.sqlite") as db:
+        assert all(seconds >= 0.3 for (seconds,) in db.execute("SELECT seconds FROM responses"))
+
+
+def test_a_cache_of_an_earlier_version_gains_its_seconds_column_and_still_replays(tmp_path):
+    from langchain_core.load import dumps
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatGeneration
+
+    from codeforest.tools.cache import SQLiteResponseCache
+
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE responses (prompt TEXT, llm TEXT, idx INTEGER, response TEXT, "
+                   "PRIMARY KEY (prompt, llm, idx))")
+        db.execute("INSERT INTO responses VALUES ('p', 'x', 0, ?)", (dumps(ChatGeneration(message=AIMessage("a"))),))
+    (hit,) = SQLiteResponseCache(path).lookup("p", "x")
+    assert hit.message.content == "a" and "replayed_s" not in hit.message.response_metadata
+
+
 def test_cache_entries_keyed_with_a_loopback_port_are_found_again(tmp_path):
     import sqlite3
 

@@ -61,6 +61,19 @@ def test_json_result_with_private_score(endpoint, capsys, monkeypatch):
     assert "sk-live-secret" not in captured.out + captured.err
 
 
+def test_solve_prices_each_models_tokens(endpoint, capsys):
+    """One call of 11 + 7 tokens at 2 per million: 36e-6, in the JSON and on the human line; no price, no cost."""
+    code, captured = _solve(endpoint(GOOD).url, capsys, "--price", "fake-coder=2")
+    result = json.loads(captured.out)
+    assert code == 0 and result["spent"] == pytest.approx(36e-6)
+    assert result["cost"]["models"] == {"fake-coder": {"llm_calls": 1, "prompt_tokens": 11, "completion_tokens": 7}}
+    assert json.loads(_solve(endpoint(GOOD).url, capsys)[1].out)["spent"] is None
+    assert main(["solve", "--dataset", "humaneval", "--problem", "HumanEval/0", "--base-url", endpoint(GOOD).url,
+                 "--model", "fake-coder", "--price", "fake-coder=2"]) == 0
+    shown = " ".join(capsys.readouterr().out.split())  # as a terminal of any width wraps it
+    assert "per model: fake-coder: 1 calls, 11+7 tokens; cost 3.6e-05 in the price table's unit" in shown
+
+
 def test_public_pass_but_private_fail_is_reported(endpoint, capsys):
     api = endpoint(OVERFIT)
     code, captured = _solve(api.url, capsys)

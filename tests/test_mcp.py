@@ -64,6 +64,26 @@ def test_codeforest_mcp_lists_every_graph_and_direct_returns_the_program(tmp_pat
     assert len(api.requests) == 1 and api.requests[0]["model"] == "m"
 
 
+def test_a_tool_call_gives_each_role_its_model_and_prices_each_models_tokens(tmp_path):
+    """`codeforest mcp --role critic=m-critic@URL --price ...`: the critic's calls reach the second endpoint, the
+    result counts each model's calls as the endpoints saw them and prices them (11 + 7 scripted tokens a call)."""
+    from codeforest.scripted_endpoint import ScriptedEndpoint, any_role_reply
+
+    with ScriptedEndpoint([], respond=any_role_reply) as first, ScriptedEndpoint([], respond=any_role_reply) as second:
+        flags = ["--model", "search", "--base-url", first.url, "--role", f"critic=m-critic@{second.url}",
+                 "--price", "search=1", "--price", "m-critic=3"]
+        _, [(result, _)] = stdio_call(tmp_path / "server.log", flags, [
+            ("codetree", {"prompt": PROMPT, "entry_point": "increment", "public_tests": ["assert increment(1) == 2"],
+                          "settings": {"codetree_max_programs": 2, "structured_output": False}})])
+        asked = {"search": len(first.requests), "m-critic": len(second.requests)}
+    assert not result.is_error, (tmp_path / "server.log").read_text()[-3000:]
+    models = result.structured_content["models"]
+    assert {name: counts["llm_calls"] for name, counts in models.items()} == asked and asked["m-critic"] > 0
+    assert {r["model"] for r in second.requests} == {"m-critic"}
+    assert result.structured_content["spent"] == pytest.approx(18 * (asked["search"] + 3 * asked["m-critic"]) / 1e6)
+    assert "per model: search: " in result.content[0].text
+
+
 def test_a_bad_call_is_an_error_result_and_the_server_goes_on(tmp_path):
     """An unknown setting, a bad value (its URL's password not echoed), a problem without its function: each an
     error result naming the mistake; then a good call, with a stdio problem and its settings in the call."""

@@ -158,3 +158,32 @@ def test_roles_and_prices_come_from_the_environment_as_json(monkeypatch):
     monkeypatch.setenv("CODEFOREST_ROLES", json.dumps({"critc": {"model": "small"}}))
     with pytest.raises(ValueError, match="critc"):
         Context()
+
+
+def test_a_bench_on_two_models_replays_each_models_calls_from_its_own_cache_entries(endpoints, fixtures, tmp_path):
+    """codetree writing on one endpoint and judging on the other: a rerun into another folder replays every call of
+    both models from the response cache; with the critic renamed, only the critic's calls reach a model again."""
+    from codeforest.bench import read_results
+    from codeforest.cli import main
+
+    first, second = endpoints
+    cache = tmp_path / "responses.sqlite"
+
+    def bench(out: str, critic: str) -> tuple[int, int, list[dict]]:
+        before = (len(first.requests), len(second.requests))
+        assert main(["bench", "--graph", "codetree", "--dataset", str(fixtures / "functions.jsonl"), "--limit", "2",
+                     "--model", "search", "--base-url", first.url, "--role", f"critic={critic}@{second.url}",
+                     "--cache", str(cache), "--out", str(tmp_path / out)]) == 0
+        assert {r["model"] for r in first.requests[before[0]:]} <= {"search"}
+        assert {r["model"] for r in second.requests[before[1]:]} <= {critic}
+        return len(first.requests) - before[0], len(second.requests) - before[1], read_results(tmp_path / out)
+
+    searched, judged, records = bench("first", "m-critic")
+    assert searched and judged
+    assert all(set(r["models"]) == {"search", "m-critic"} for r in records)
+    again = bench("again", "m-critic")
+    assert again[:2] == (0, 0)  # both models' calls replayed, and counted as before
+    assert [r["models"] for r in again[2]] == [r["models"] for r in records]
+    renamed = bench("renamed", "m-critic-2")
+    assert renamed[:2] == (0, judged)  # the search model's calls replayed; the new critic's made again
+    assert [r["final_code"] for r in renamed[2]] == [r["final_code"] for r in records]

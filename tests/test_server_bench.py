@@ -64,6 +64,26 @@ def test_server_records_match_local_ones_and_no_private_test_is_sent(server, end
             assert "private_tests" not in json.dumps(run["kwargs"])
 
 
+def test_a_server_run_sends_each_role_to_the_model_its_entry_names(server, endpoint, fixtures, tmp_path):
+    """``--role critic=MODEL@URL`` on a server run: the critic's calls reach the second endpoint under its model, the
+    rest the search model, and the record counts both models as a local run does."""
+    tasks = load_dataset(str(fixtures / "functions.jsonl"))[:1]
+    with ScriptedEndpoint([], respond=any_role_reply) as judge:
+        roles = {"critic": {"model": "m-critic", "base_url": judge.url}}
+        Bench(["codetree"], tasks, tmp_path / "local", dataset="mini",
+              context=Context(model="scripted", base_url=endpoint.url, roles=roles)).run()
+        before = (len(endpoint.requests), len(judge.requests))
+        assert main(["bench", "--graph", "codetree", "--dataset", str(fixtures / "functions.jsonl"), "--limit", "1",
+                     "--model", "scripted", "--base-url", endpoint.url, "--role", f"critic=m-critic@{judge.url}",
+                     "--server", server, "--out", str(tmp_path / "server")]) == 0
+        searched, judged = endpoint.requests[before[0]:], judge.requests[before[1]:]
+    assert searched and judged
+    assert {r["model"] for r in searched} == {"scripted"} and {r["model"] for r in judged} == {"m-critic"}
+    (local,), (served,) = read_results(tmp_path / "local"), read_results(tmp_path / "server")
+    assert set(served["models"]) == {"scripted", "m-critic"}
+    assert {k: served.get(k) for k in (*SAME, "models")} == {k: local.get(k) for k in (*SAME, "models")}
+
+
 def test_a_rerun_collects_finished_server_runs_without_new_model_calls(server, endpoint, fixtures, tmp_path):
     tasks = load_dataset(str(fixtures / "functions.jsonl"))[:2]
     context = Context(model="scripted", base_url=endpoint.url)

@@ -9,6 +9,9 @@ port in every process, and its answers must still be found by the next run. A ca
 embedded server reports. How a call is made (its time-out and retries) is not part of the key: an answer does not
 depend on it. Entries stored before the key named each call's output limit reliably (a per-role limit set on a
 copy of the model could carry the original's key) are found by their key without the limit (``legacy_key``).
+Each entry keeps the seconds its call took when it was made (from the cache miss to the answer stored), and a hit
+hands them back in the reply's ``response_metadata["replayed_s"]``: a run replayed from the cache can then be timed
+as if it had made its calls (entries of earlier versions have none).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import json
 import re
 import sqlite3
 import threading
+import time
 import warnings
 from pathlib import Path
 
@@ -31,6 +35,7 @@ _PATH_SEP = re.compile(r"[\\/]")
 
 
 _HOW_CALLED = ("request_timeout", "timeout", "max_retries")  # how a call is made, not what it answers
+REPLAYED_S = "replayed_s"  # the response metadata a cache hit carries: the seconds the call took when made
 _VERSION = "cache_key"  # marks a key written since the output limit in a key is exact
 
 
@@ -86,6 +91,15 @@ def portable(generation):
     return generation.model_copy(update={"message": message.model_copy(update={"response_metadata": meta})})
 
 
+def with_seconds(generation, seconds: float | None):
+    """A cached generation carrying the seconds its call took when made (``REPLAYED_S``), where they are known."""
+    message = getattr(generation, "message", None)
+    if seconds is None or message is None:
+        return generation
+    meta = {**(message.response_metadata or {}), REPLAYED_S: seconds}
+    return generation.model_copy(update={"message": message.model_copy(update={"response_metadata": meta})})
+
+
 class SQLiteResponseCache(BaseCache):
     """Responses keyed by (prompt, model configuration), kept across processes and runs."""
 
@@ -96,7 +110,10 @@ class SQLiteResponseCache(BaseCache):
         self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS responses (prompt TEXT, llm TEXT, idx INTEGER, "
-                         "response TEXT, PRIMARY KEY (prompt, llm, idx))")
+                         "response TEXT, seconds REAL, PRIMARY KEY (prompt, llm, idx))")
+        if "seconds" not in {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}:
+            self._db.execute("ALTER TABLE responses ADD COLUMN seconds REAL")  # a cache of an earlier version
+        self._missed: dict[tuple[str, str], float] = {}  # when each call now being made missed the cache
         self._rekey_legacy()
         self._drop_model_paths()
         self._db.commit()
@@ -135,24 +152,30 @@ class SQLiteResponseCache(BaseCache):
 
     def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
         """The cached generations for this prompt and model, if any (an earlier version's entry as a fallback)."""
-        query = "SELECT response FROM responses WHERE prompt = ? AND llm = ? ORDER BY idx"
+        query = "SELECT response, seconds FROM responses WHERE prompt = ? AND llm = ? ORDER BY idx"
+        key = model_key(llm_string)
         with self._lock:
-            rows = self._db.execute(query, (prompt, model_key(llm_string))).fetchall()
+            rows = self._db.execute(query, (prompt, key)).fetchall()
             if not rows:
                 rows = self._db.execute(query, (prompt, legacy_key(llm_string))).fetchall()
-        if not rows:
-            return None
+            if not rows:
+                self._missed[(prompt, key)] = time.monotonic()
+                return None
         try:
-            return [loads(row[0], allowed_objects="core") for row in rows]
+            generations = [loads(row[0], allowed_objects="core") for row in rows]
         except Exception:  # noqa: BLE001 - an entry written by another LangChain version: treat as a miss
             return None
+        return [with_seconds(generations[0], rows[0][1]), *generations[1:]]
 
     def update(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
         """Store the generations of one call."""
+        key = model_key(llm_string)
         with self._lock:
-            self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
-                                 [(prompt, model_key(llm_string), i, dumps(portable(gen)))
-                                  for i, gen in enumerate(return_val)])
+            missed = self._missed.pop((prompt, key), None)
+            seconds = round(time.monotonic() - missed, 3) if missed is not None else None
+            self._db.executemany("INSERT OR REPLACE INTO responses (prompt, llm, idx, response, seconds) "
+                                 "VALUES (?, ?, ?, ?, ?)",
+                                 [(prompt, key, i, dumps(portable(gen)), seconds) for i, gen in enumerate(return_val)])
             self._db.commit()
 
     def clear(self, **kwargs) -> None:

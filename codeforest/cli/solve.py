@@ -19,6 +19,7 @@ from codeforest.cli.common import (
     note_single_candidate,
     seconds,
 )
+from codeforest.cost import money_spent, per_model_text
 from codeforest.loading import load_dataset, load_problem
 from codeforest.problems import DatasetError
 from codeforest.registry import graph_names
@@ -105,7 +106,9 @@ def cmd_solve(args: argparse.Namespace) -> int:
     plus = score_plus(task, output["final_code"] or "", backend=context.sandbox)
     if plus is not None:  # EvalPlus: private_passed is the base verdict, plus_passed base + plus
         output["plus_passed"], output["plus_pass_rate"] = plus.passed, plus.pass_rate
-    result = {"problem_id": task.id, "graph": args.graph, "model": context.model, **output}
+    result = {"problem_id": task.id, "graph": args.graph, "model": context.model, **output,
+              "spent": money_spent(output["cost"], context.prices),
+              "per_model": per_model_text(output["cost"], context.prices)}
     if args.json:
         print(json.dumps(_json_order(result), indent=None))
     else:
@@ -115,7 +118,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
 def _json_order(result: dict) -> dict:
     keys = ["problem_id", "graph", "model", "final_code", "final_node", "stop_reason", "error", "public_pass_rate",
-            "private_passed", "private_pass_rate", "selection", "cost", "nodes"]
+            "private_passed", "private_pass_rate", "selection", "cost", "spent", "nodes"]
     plus = ["plus_passed", "plus_pass_rate"] if "plus_passed" in result else []
     return {k: result.get(k) for k in keys + plus}
 
@@ -167,6 +170,8 @@ def _print_human(result: dict, show_nodes: bool) -> None:
     out.print(f"public tests: {public}   private tests: {verdict[private]}{plus}")
     out.print(f"cost: {cost['llm_calls']} LLM calls, {cost['prompt_tokens']}+{cost['completion_tokens']} tokens, "
               f"{cost['programs']} programs, {cost['sandbox_runs']} sandbox runs, {cost['wall_s']:.1f} s")
+    if result.get("per_model"):
+        out.print(f"per model: {escape(result['per_model'])}")
     out.rule("final code")
     out.print(result["final_code"] or "(none)", markup=False)
     if show_nodes:
