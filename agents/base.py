@@ -378,6 +378,13 @@ def extract_code(text: str, entry_point: str | None = None) -> str | None:
     return None
 
 
+def released_python_code(text: str) -> str | None:
+    """The program as the released RPM-MCTS reads a reply (``extract_python_code``): the first closed ```python
+    block, stripped; None when there is none (the released code then runs the whole reply)."""
+    match = re.search(r"```python(.*?)```", text, re.DOTALL)
+    return match.group(1).strip() if match else None
+
+
 def _parses(code: str) -> bool:
     try:
         ast.parse(code)

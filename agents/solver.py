@@ -4,19 +4,28 @@ from __future__ import annotations
 
 from langchain_core.language_models import BaseChatModel
 
-from codeforest.agents.base import Reply, acts_as, assemble_program, call_model, extract_code, with_system
+from codeforest.agents.base import (
+    Reply,
+    acts_as,
+    assemble_program,
+    call_model,
+    extract_code,
+    released_python_code,
+    with_system,
+)
 from codeforest.problems import Problem
 from codeforest.prompts import Prompt
 
 
 @acts_as("solver")
 def write_code(model: BaseChatModel, prompt: Prompt, problem: Problem, hint: str | None = None,
-               thoughts: str | None = None, shown: str | None = None) -> Reply[str]:
+               thoughts: str | None = None, shown: str | None = None, released: bool = False) -> Reply[str]:
     """Ask the model for a full program from the problem and a hint (CodeTree) or thoughts (the MCTS graphs).
 
     The user template may differ by problem kind (``user.function``); the system message is optional.
     ``shown`` replaces the problem's prompt in the message (e.g. with its public tests appended).
-    Falls back to the reply text when it holds no code block.
+    Falls back to the reply text when it holds no code block. ``released``: the program as the released RPM-MCTS
+    reads it (``released_python_code``, nothing added), else the whole reply.
     """
     kind, text = problem["kind"], shown or problem["prompt"]
     if thoughts is not None:
@@ -27,6 +36,9 @@ def write_code(model: BaseChatModel, prompt: Prompt, problem: Problem, hint: str
     else:
         user = prompt.render(f"user.{kind}" if prompt.has(f"user.{kind}") else "user", problem=text)
     raw, cost = call_model(model, with_system(prompt, user, f"system.{kind}"), role="code")  # BESTER's has none
+    if released:
+        code = released_python_code(raw)
+        return Reply(raw if code is None else code, raw, cost, parsed=code is not None)
     return program_reply(problem, raw, cost)
 
 

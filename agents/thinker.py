@@ -274,12 +274,20 @@ def solution_steps(model: BaseChatModel, prompt: Prompt, problem: str, solution:
     return Reply({"steps": steps, "topic": parse_topic(raw) or "Other"}, raw, cost, parsed=bool(steps))
 
 
+def released_topic(text: str) -> str | None:
+    """The topic as the released RPM-MCTS reads it: the first ``<topic>...</topic>``'s text, stripped, as written (its
+    knowledge base filters on that exact text); None when there is none or it is empty (the whole KB)."""
+    match = re.search(r"<topic>(.*?)</topic>", text, re.DOTALL)
+    return (match.group(1).strip() or None) if match else None
+
+
 @acts_as("topic")
-def classify_topic(model: BaseChatModel, prompt: Prompt, problem: str) -> Reply[str]:
-    """RPM-MCTS's topic of the problem being solved, one of the 14 (unreadable: "Other")."""
+def classify_topic(model: BaseChatModel, prompt: Prompt, problem: str, released: bool = False) -> Reply[str]:
+    """RPM-MCTS's topic of the problem being solved, one of the 14 (unreadable: "Other"); ``released``: read as
+    the released code reads it (``released_topic``), unreadable being a parse failure."""
     raw, cost = call_model(model, [HumanMessage(prompt.render("topic", problem=problem,
                                                               topics="\n".join(f"- {t}" for t in TOPICS)))])
-    topic = parse_topic(raw)
+    topic = released_topic(raw) if released else parse_topic(raw)
     return Reply(topic or "Other", raw, cost, parsed=topic is not None)
 
 

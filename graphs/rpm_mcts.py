@@ -58,7 +58,7 @@ from codeforest.tools.knowledge import (
     embedder,
     open_knowledge,
 )
-from codeforest.tools.released_exec import RPM_LABEL, released_failures, results_text
+from codeforest.tools.released_exec import RPM_LABEL, released_failures, results_text, with_imports
 from codeforest.tools.testing import feedback_text
 
 # the roles whose calls this graph makes (at some setting), besides the selector's
@@ -99,7 +99,7 @@ class RpmContext(Context):
         "What the solution evaluator reads about the public tests: codeforest's feedback text, or the released "
         "executor's results list as Python prints it ([True, ''] for a passing test, [False, {'error': ..., "
         "'output': ...}] for a failing one, an error with its harness's frames), run so in the sandbox (function "
-        "problems)."))
+        "problems); and the program is judged as that executor judges it, after its 16 import lines."))
     rpm_exec_reward: bool = Field(default=True, description=(
         "False: the ablation without the execution reward: Q is the LLM's score alone, the evaluator is not shown "
         "the test results, success needs only the LLM score, and a failed roll-out is neither located nor revised "
@@ -213,6 +213,11 @@ def released_history(prompt, proposals: list[str], number: int) -> str:
         return ""
     head = prompt.render("history") if prompt.has("history") else ""
     return head + "".join(f"History {j}: {released_action(p, number)}.\n" for j, p in enumerate(proposals))
+
+
+def scored_before(nodes: dict[str, NodeRecord], text: str) -> NodeRecord | None:
+    """The node whose step was valued with this released text earlier in the run (the released value cache)."""
+    return next((n for n in nodes.values() if n.get("scored_text") == text), None)
 
 
 def released_fallback(written: int, path: int) -> int:
@@ -330,7 +335,8 @@ def setup(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel | 
         llm = kit.chat_model(context, model)
         if context.rpm_topic_temperature != context.temperature:
             llm = llm.bind(temperature=context.rpm_topic_temperature, seed=0)
-        reply = thinker.classify_topic(llm, kit.prompt(context, "thinker_rpm"), question(problem))
+        reply = thinker.classify_topic(llm, kit.prompt(context, "thinker_rpm"), question(problem),
+                                       released=context.rpm_layout == "released")
         topic = reply.value if reply.parsed else None  # unreadable: the whole KB, as the released code searches
         held_problems = knowledge.topics().get(topic, 0) if topic else sum(knowledge.topics().values())
         kit.emit("topic", topic=topic, kb_problems=held_problems)
@@ -379,17 +385,24 @@ def expand(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel |
     knowledge, base, children = _knowledge(context), kit.next_order(nodes), {}
     for j, i in enumerate(kept):
         path_steps = [*steps, f"Step {len(steps) + 1}: {proposals[i]}"]
+        scored = {}
         if released:  # the child's released text: the query, and (stripped) what the critic reads
             child_text = f"{path}\n{actions[i]}"
             query, judged_steps = child_text, [child_text.strip()]
+            scored = {"scored_text": child_text}
+            earlier = scored_before(nodes, child_text)
         else:
-            query, judged_steps = "\n".join(path_steps), path_steps
-        k = knowledge.reward(text + "\n" + query, state["topic"]) if knowledge else 0.0
-        judged = critic.score_steps(_sampled(llm, context, problem, leaf, state["rollouts"], "critic", j),
-                                    kit.prompt(context, "critic_rpm"), text, steps=judged_steps)
-        costs.append(judged.cost)
+            query, judged_steps, earlier = "\n".join(path_steps), path_steps, None
+        if earlier is not None:  # the released step values are cached by the path's text: no second call
+            k, score = earlier.get("kb_reward", 0.0), earlier["step_score"]
+        else:
+            k = knowledge.reward(text + "\n" + query, state["topic"]) if knowledge else 0.0
+            judged = critic.score_steps(_sampled(llm, context, problem, leaf, state["rollouts"], "critic", j),
+                                        kit.prompt(context, "critic_rpm"), text, steps=judged_steps)
+            costs.append(judged.cost)
+            score = judged.value
         child = kit.new_node(base + j, parent=nodes[leaf], kind="step", text=proposals[i], kb_reward=k,
-                             step_score=judged.value, value=initial_value(judged.value, k, context), visits=0)
+                             step_score=score, value=initial_value(score, k, context), visits=0, **scored)
         children[child["id"]] = child
     dropped = len(proposals) - len(kept)
     if dropped:
@@ -555,8 +568,11 @@ def finalize(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel
     thoughts = released_path(state["nodes"], path) if context.rpm_layout == "released" else \
         "\n".join(steps_on(state["nodes"], path))
     program = solver.write_code(_sampled(kit.chat_model(context, model), context, problem, chosen, "final"),
-                                kit.prompt(context, "solver_rpm"), problem, thoughts=thoughts, shown=question(problem))
-    _, tested = kit.run_program(problem, program.value, context, chosen)
+                                kit.prompt(context, "solver_rpm"), problem, thoughts=thoughts, shown=question(problem),
+                                released=context.rpm_layout == "released")
+    run = with_imports(program.value) if context.rpm_results_text == "released" else program.value
+    _, tested = kit.run_program(problem, run, context, chosen)
+    tested["code"] = program.value
     out = kit.finish(state, chosen, program.value, tested["execution"], reason)
     return {**out, "nodes": {chosen: tested}, "cost": {**program.cost, **kit.PROGRAM_RUN}}
 
@@ -591,8 +607,12 @@ def _attempt(problem: Problem, context: RpmContext, llm: BaseChatModel, nodes: d
         new_steps = [{"text": step} for step in new_steps]
         every = steps + [f"Step {len(steps) + i}: {s['text']}" for i, s in enumerate(new_steps, 1)]
     program = solver.write_code(_sampled(llm, context, problem, leaf, *purpose, "code"),
-                                kit.prompt(context, "solver_rpm"), problem, thoughts=thoughts, shown=text)
-    result, tested = kit.run_program(problem, program.value, context, leaf)
+                                kit.prompt(context, "solver_rpm"), problem, thoughts=thoughts, shown=text,
+                                released=context.rpm_layout == "released")
+    # the released executor judges the program after its import lines; the node keeps the program as written
+    run = with_imports(program.value) if context.rpm_results_text == "released" else program.value
+    result, tested = kit.run_program(problem, run, context, leaf)
+    tested["code"] = program.value
     kit.keep({"nodes": {} if holds_passing(nodes[leaf]) else {leaf: tested}, "cost": kit.PROGRAM_RUN})
     pass_rate = result.pass_rate if result.total else 1.0  # no public tests: the evaluator decides
     shown = results_shown(problem, program.value, result, context) if context.rpm_exec_reward else "(not run)"

@@ -688,3 +688,69 @@ def test_the_released_layout_keeps_the_line_break_of_a_reflection_without_analys
     reflection = "def inc(x):\n    return x\n"
     assert out["nodes"]["n1"]["reflection"] == reflection
     assert f"Analysis:\n{reflection}\n" in script.prompts["next"][1]  # the packaged template's own line break after it
+
+
+def test_the_released_topic_and_program_readings():
+    """The released code reads the topic of the first closed <topic> tag as written (its KB filters on that exact
+    text; none: the whole KB) and the program of the first closed ```python block, stripped, nothing added."""
+    from codeforest.agents.base import released_python_code
+    from codeforest.agents.thinker import parse_topic, released_topic
+    from codeforest.tools.released_exec import IMPORTS, with_imports
+
+    said = "I think <topic> data structures </topic>, or <topic>Graph Theory</topic>"
+    assert released_topic(said) == "data structures" and parse_topic(said) == "Data Structures"
+    assert released_topic("<topic>Graph Theory") is None and parse_topic("<topic>Graph Theory") == "Graph Theory"
+    assert released_topic("<topic> </topic>") is None
+    reply = "Use this:\n```python\n  x = 1\n```\nand a check\n```python\nprint(x)\n```"
+    assert released_python_code(reply) == "x = 1"
+    assert released_python_code("```py\nx = 1\n```") is None and released_python_code("```python\nx = 1") is None
+    assert with_imports("x = 1").splitlines() == [*IMPORTS, "x = 1"] and len(IMPORTS) == 16
+
+
+def test_under_the_released_executor_a_program_is_judged_after_its_import_lines():
+    """A program calling math without importing it passes as the released executor runs it (its import lines
+    first) and fails as written; the node keeps the program as written, the first block of the reply."""
+    uses_math = "```python\ndef inc(x):\n    return math.floor(x) + 1\n```\n```python\nprint(inc(1))\n```"
+
+    def once(**settings):
+        script = Script(next=["Next step: Add one."], critic=["<score>8</score>"], roll=["Step 1: Add one."],
+                        code=[uses_math] * 2, evaluate=["<evaluation>10</evaluation>"],
+                        locate=["<step_n>1</step_n> Import math."])
+        return run(script, "", rpm_kb=False, rpm_filter=False, rpm_width=1, rpm_rollouts=1, rpm_ldb=False,
+                   **settings)
+
+    released = once(rpm_layout="released", rpm_results_text="released")
+    assert released["stop_reason"] == "solved" and released["public_pass_rate"] == 1.0
+    assert released["final_code"] == "def inc(x):\n    return math.floor(x) + 1"
+    as_written = once(rpm_layout="released")  # codeforest runs the program as written: NameError
+    assert as_written["stop_reason"] != "solved" and as_written["public_pass_rate"] == 0.0
+
+
+def test_a_path_text_valued_before_is_not_valued_again_under_the_released_layout():
+    """The released step values are cached by the path's text: a new child whose text a node was valued with earlier
+    in the run (after a node edit, two nodes can hold the same path) takes that value without a critic call;
+    codeforest's layout asks the critic again."""
+    from langgraph.runtime import Runtime
+
+    from codeforest.graphs.rpm_mcts import expand
+
+    nodes = {"root": {"id": "root", "parent": None, "order": 0, "visits": 2, "value": 5.0, "expanded": True},
+             "n1": {"id": "n1", "parent": "root", "order": 1, "kind": "step", "text": "B", "visits": 1, "value": 5.0},
+             "n2": {"id": "n2", "parent": "root", "order": 2, "kind": "step", "text": "B", "visits": 1, "value": 5.0,
+                    "expanded": True},
+             "n3": {"id": "n3", "parent": "n2", "order": 3, "kind": "step", "text": "C", "visits": 0, "value": 7.0,
+                    "step_score": 7.0, "kb_reward": 0.0, "scored_text": "\nStep 1: B\n\nStep 2: C\n"}}
+    state = {"problem": PROBLEM, "nodes": nodes, "path": ["root", "n1"], "rollouts": 1, "topic": None}
+
+    def expanded(layout):
+        script = Script(next=["Next step: C"], critic=["<score>2</score>"])
+        context = RpmContext(rpm_kb=False, rpm_filter=False, rpm_width=1, rpm_layout=layout, structured_output=False)
+        out = expand(state, Runtime(context=context), model=RespondingChatModel(respond=script, pass_kwargs=True))
+        (child,) = (out["nodes"][n] for n in out["new_steps"])
+        return script.roles, child
+
+    roles, child = expanded("released")
+    assert roles == ["next"] and (child["step_score"], child["value"]) == (7.0, 7.0)
+    assert child["scored_text"] == "\nStep 1: B\n\nStep 2: C\n"
+    roles, child = expanded("codeforest")
+    assert roles == ["next", "critic"] and child["step_score"] == 2.0

@@ -111,6 +111,11 @@ def released_test(request):
 '''
 
 
+def with_imports(code: str) -> str:
+    """A program as the released executor runs it for its verdict: its 16 import lines, then the program."""
+    return "\n".join(IMPORTS) + "\n" + code
+
+
 def released_program(text: str) -> str:
     """The program the released executor runs: the first ```python block of the text, else the text."""
     return text.split("```python")[1].split("```")[0] if "```python" in text else text
@@ -120,7 +125,7 @@ def released_failures(text: str, tests: list[str], entry: str, *, label: str, li
                       backend: str | None = None) -> list[dict]:
     """``{'error': ..., 'output': ...}`` for each (failing) assert in ``tests``, as the released executor reports
     it: ``output`` is the assert, a blank line, ``label`` and the value returned (or the error, or TIMEOUT)."""
-    program = "\n".join(IMPORTS) + "\n" + released_program(text) + "\n"
+    program = with_imports(released_program(text)) + "\n"
     requests = [json.dumps({"entry": entry, "program": program, "test": "\n" + test, "limit": limit}) for test in tests]
     result = run(RUNNER, TestSuite("calls", tuple(json.dumps([r]) for r in requests), "released_test"),
                  timeout=2 * limit + 10, backend=backend)
