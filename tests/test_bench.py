@@ -403,7 +403,7 @@ def test_a_run_replayed_from_the_cache_counts_the_seconds_its_calls_took_when_ma
         assert all(seconds >= 0.3 for (seconds,) in db.execute("SELECT seconds FROM responses"))
 
 
-def test_a_cache_of_an_earlier_version_gains_its_seconds_column_and_still_replays(tmp_path):
+def test_a_cache_of_an_earlier_version_still_replays_and_gains_its_seconds_column_when_written(tmp_path):
     from langchain_core.load import dumps
     from langchain_core.messages import AIMessage
     from langchain_core.outputs import ChatGeneration
@@ -415,8 +415,18 @@ def test_a_cache_of_an_earlier_version_gains_its_seconds_column_and_still_replay
         db.execute("CREATE TABLE responses (prompt TEXT, llm TEXT, idx INTEGER, response TEXT, "
                    "PRIMARY KEY (prompt, llm, idx))")
         db.execute("INSERT INTO responses VALUES ('p', 'x', 0, ?)", (dumps(ChatGeneration(message=AIMessage("a"))),))
-    (hit,) = SQLiteResponseCache(path).lookup("p", "x")
+    def columns():
+        with sqlite3.connect(path) as db:
+            return [row[1] for row in db.execute("PRAGMA table_info(responses)")]
+
+    cache = SQLiteResponseCache(path)
+    (hit,) = cache.lookup("p", "x")
     assert hit.message.content == "a" and "replayed_s" not in hit.message.response_metadata
+    assert "seconds" not in columns()  # a replay leaves the table as it was
+    assert cache.lookup("q", "x") is None
+    cache.update("q", "x", [ChatGeneration(message=AIMessage("b"))])  # the first new entry adds the column
+    (hit,) = SQLiteResponseCache(path).lookup("q", "x")
+    assert hit.message.content == "b" and hit.message.response_metadata["replayed_s"] >= 0 and "seconds" in columns()
 
 
 def test_cache_entries_keyed_with_a_loopback_port_are_found_again(tmp_path):

@@ -111,8 +111,8 @@ class SQLiteResponseCache(BaseCache):
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS responses (prompt TEXT, llm TEXT, idx INTEGER, "
                          "response TEXT, seconds REAL, PRIMARY KEY (prompt, llm, idx))")
-        if "seconds" not in {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}:
-            self._db.execute("ALTER TABLE responses ADD COLUMN seconds REAL")  # a cache of an earlier version
+        # a cache of an earlier version gains the column at its first new entry: a replay leaves the file as it was
+        self._timed = "seconds" in {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}
         self._missed: dict[tuple[str, str], float] = {}  # when each call now being made missed the cache
         self._rekey_legacy()
         self._drop_model_paths()
@@ -152,7 +152,8 @@ class SQLiteResponseCache(BaseCache):
 
     def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
         """The cached generations for this prompt and model, if any (an earlier version's entry as a fallback)."""
-        query = "SELECT response, seconds FROM responses WHERE prompt = ? AND llm = ? ORDER BY idx"
+        query = (f"SELECT response, {'seconds' if self._timed else 'NULL'} FROM responses "
+                 "WHERE prompt = ? AND llm = ? ORDER BY idx")
         key = model_key(llm_string)
         with self._lock:
             rows = self._db.execute(query, (prompt, key)).fetchall()
@@ -171,6 +172,9 @@ class SQLiteResponseCache(BaseCache):
         """Store the generations of one call."""
         key = model_key(llm_string)
         with self._lock:
+            if not self._timed:
+                self._db.execute("ALTER TABLE responses ADD COLUMN seconds REAL")
+                self._timed = True
             missed = self._missed.pop((prompt, key), None)
             seconds = round(time.monotonic() - missed, 3) if missed is not None else None
             self._db.executemany("INSERT OR REPLACE INTO responses (prompt, llm, idx, response, seconds) "
