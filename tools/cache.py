@@ -111,7 +111,7 @@ class SQLiteResponseCache(BaseCache):
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS responses (prompt TEXT, llm TEXT, idx INTEGER, "
                          "response TEXT, seconds REAL, PRIMARY KEY (prompt, llm, idx))")
-        # a cache of an earlier version gains the column at its first new entry: a replay leaves the file as it was
+        # a cache of an earlier version gains the column at its first new entry: a replay leaves its table as it was
         self._timed = "seconds" in {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}
         self._missed: dict[tuple[str, str], float] = {}  # when each call now being made missed the cache
         self._rekey_legacy()
