@@ -570,9 +570,7 @@ def finalize(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel
     program = solver.write_code(_sampled(kit.chat_model(context, model), context, problem, chosen, "final"),
                                 kit.prompt(context, "solver_rpm"), problem, thoughts=thoughts, shown=question(problem),
                                 released=context.rpm_layout == "released")
-    run = with_imports(program.value) if context.rpm_results_text == "released" else program.value
-    _, tested = kit.run_program(problem, run, context, chosen)
-    tested["code"] = program.value
+    _, tested = _run(problem, program.value, context, chosen)
     out = kit.finish(state, chosen, program.value, tested["execution"], reason)
     return {**out, "nodes": {chosen: tested}, "cost": {**program.cost, **kit.PROGRAM_RUN}}
 
@@ -582,6 +580,14 @@ def finalize(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel
 def holds_passing(node: NodeRecord) -> bool:
     """True when a node holds a program passing the public tests, which a later roll-out must not replace."""
     return bool(node.get("passing")) or (bool(node.get("code")) and kit.passes_public(node.get("execution")))
+
+
+def _run(problem: Problem, code: str, context: RpmContext, node_id: str) -> tuple[ExecutionResult, dict]:
+    """Run a program on the public tests (``kit.run_program``); under ``rpm_results_text=released`` judged as the
+    released executor judges it, after its import lines. The node keeps the program as written."""
+    run = with_imports(code) if context.rpm_results_text == "released" else code
+    result, tested = kit.run_program(problem, run, context, node_id)
+    return result, {**tested, "code": code}
 
 
 def _attempt(problem: Problem, context: RpmContext, llm: BaseChatModel, nodes: dict[str, NodeRecord], leaf: str,
@@ -609,10 +615,7 @@ def _attempt(problem: Problem, context: RpmContext, llm: BaseChatModel, nodes: d
     program = solver.write_code(_sampled(llm, context, problem, leaf, *purpose, "code"),
                                 kit.prompt(context, "solver_rpm"), problem, thoughts=thoughts, shown=text,
                                 released=context.rpm_layout == "released")
-    # the released executor judges the program after its import lines; the node keeps the program as written
-    run = with_imports(program.value) if context.rpm_results_text == "released" else program.value
-    result, tested = kit.run_program(problem, run, context, leaf)
-    tested["code"] = program.value
+    result, tested = _run(problem, program.value, context, leaf)
     kit.keep({"nodes": {} if holds_passing(nodes[leaf]) else {leaf: tested}, "cost": kit.PROGRAM_RUN})
     pass_rate = result.pass_rate if result.total else 1.0  # no public tests: the evaluator decides
     shown = results_shown(problem, program.value, result, context) if context.rpm_exec_reward else "(not run)"

@@ -81,23 +81,27 @@ def model_file_name(name):
     return _PATH_SEP.split(name)[-1] if isinstance(name, str) else name
 
 
+def _with_metadata(generation, **fields):
+    """A copy of a chat generation whose message's response metadata also holds ``fields``."""
+    message = generation.message
+    meta = {**(message.response_metadata or {}), **fields}
+    return generation.model_copy(update={"message": message.model_copy(update={"response_metadata": meta})})
+
+
 def portable(generation):
     """A generation as stored: a model path in its response metadata cut to the file name (no home folder)."""
     message = getattr(generation, "message", None)
     name = (getattr(message, "response_metadata", None) or {}).get("model_name")
     if not isinstance(name, str) or not _PATH_SEP.search(name):
         return generation
-    meta = {**message.response_metadata, "model_name": model_file_name(name)}
-    return generation.model_copy(update={"message": message.model_copy(update={"response_metadata": meta})})
+    return _with_metadata(generation, model_name=model_file_name(name))
 
 
 def with_seconds(generation, seconds: float | None):
     """A cached generation carrying the seconds its call took when made (``REPLAYED_S``), where they are known."""
-    message = getattr(generation, "message", None)
-    if seconds is None or message is None:
+    if seconds is None or getattr(generation, "message", None) is None:
         return generation
-    meta = {**(message.response_metadata or {}), REPLAYED_S: seconds}
-    return generation.model_copy(update={"message": message.model_copy(update={"response_metadata": meta})})
+    return _with_metadata(generation, **{REPLAYED_S: seconds})
 
 
 class SQLiteResponseCache(BaseCache):
