@@ -29,7 +29,16 @@ from codeforest.context import VerifierContext
 from codeforest.cost import total_cost
 from codeforest.graphs import codeprm, kit, search, selection
 from codeforest.graphs.state import Execution, NodeRecord, SearchState
-from codeforest.tools.testing import PRM_PASSED, codetree_feedback, feedback_text, prm_feedback
+from codeforest.suites import ExecutionResult
+from codeforest.tools.released_exec import codetree_stdin_failures
+from codeforest.tools.testing import (
+    PRM_PASSED,
+    codetree_feedback,
+    codetree_seconds,
+    feedback_text,
+    is_stdin_test,
+    prm_feedback,
+)
 
 # the roles whose calls this graph makes (at some setting), besides the selector's
 ROLES = ("thinker", "solver", "critic", "debugger", "verifier")
@@ -77,6 +86,11 @@ class CodeTreeContext(VerifierContext):
         "failure with the value returned or the error), or the released executors' text (Tested passed / Tests "
         "failed, each failing assert with the value it printed; a syntax error reads 'True'), which a "
         "replay of the released code needs."))
+    codetree_released_file: str = Field(default="", description=(
+        "Under codetree_feedback='released', the released executor's program file (its folder's "
+        "temp_files/temp_test<pid>.py): a standard-input program's failing tests are run again in the sandbox as "
+        "that file, so an error shows Python's own traceback naming it and a time-out the released subprocess "
+        "text. Empty: codeforest's traceback excerpt. The sandbox must be able to write there (under /tmp)."))
     codetree_parse: Literal["lines", "released"] = Field(default="lines", description=(
         "How the Thinker's numbered strategies and reflections are read: 'lines', each line starting with its "
         "number, stripped; 'released', the text after the first 'N.' anywhere on a line, as written (it also takes "
@@ -287,12 +301,24 @@ def execute(state: CodeTreeState, runtime: Runtime[CodeTreeContext]) -> dict:
     """Run the current node's program on the visible tests."""
     context = kit.settings(runtime, CONTEXT)
     node = state["nodes"][state["current"]]
-    shown = (lambda r: codetree_feedback(r, context.test_timeout)) if context.codetree_feedback == "released" \
-        else feedback_text
+    shown = feedback_text
+    if context.codetree_feedback == "released":
+        shown = lambda r: codetree_feedback(r, context.test_timeout, released_stdin(node["code"], r, context))  # noqa: E731
     result, tested = kit.run_program(state["problem"], node["code"], context, node["id"], shown)
     if context.codetree_evaluator == "verifier":  # the Verifier reads test results in CodePRM's format
         tested["prm_feedback"] = prm_feedback(result)
     return {"nodes": {node["id"]: {**tested, "value": result.pass_rate}}, "cost": {"sandbox_runs": 1}}
+
+
+def released_stdin(code: str, result: ExecutionResult, context: CodeTreeContext) -> list[str | None] | None:
+    """The failing stdin tests' texts as the released executor writes them, run as ``codetree_released_file``;
+    None without that file or such a failure."""
+    failing = [o for o in result.outcomes if not o.passed and is_stdin_test(o)]
+    if not context.codetree_released_file or not failing:
+        return None
+    return codetree_stdin_failures(code, [(o.test, o.expected or "") for o in failing],
+                                   context.codetree_released_file, codetree_seconds(context.test_timeout),
+                                   backend=context.sandbox)
 
 
 def critique(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: BaseChatModel | None = None) -> dict:

@@ -224,3 +224,25 @@ def test_a_stdin_program_passing_half_its_tests_is_credited_or_not_as_released(p
     assert out["nodes"]["n1"]["value"] == pytest.approx(value) and out["stop_reason"] == "accepted"
     assert out["nodes"]["n1"]["feedback"] == ("Tests succeeded:\nInput:\n2\nOutput:\n4\nTests failed:\nInput:\n3\n"
                                               "Expected Output:\n6\nProgram's Output:\n4\n" + "-" * 29)
+
+
+def test_under_a_released_file_a_stdin_error_shows_pythons_traceback_naming_it():
+    """With codetree_released_file the failing stdin program is run again as that file: its feedback is the
+    released executor's text (the traceback Python prints for it); without it, codeforest's excerpt."""
+    failing = "```python\nraise SystemError('no input read')\n```"
+    released_file = "/tmp/codeforest-test-codetree/temp_files/temp_test9.py"
+    feedback = {}
+    for file in ("", released_file):
+        script = RoleScript(strategy=["1. Print twice the number."], solver=[failing], score=["Wrong.\n1"],
+                            reflection=["1. Read n."], debugger=["```python\nprint(2 * int(input()))\n```"],
+                            verify=["Right.\nTrue"])
+        context = CodeTreeContext(structured_output=False, codetree_feedback="released", codetree_released_file=file,
+                                  test_timeout=1.0)
+        out = build_graph(model=RespondingChatModel(respond=script)).invoke({"problem": STDIO}, context=context)
+        feedback[file] = out["nodes"]["n1"]["feedback"]
+    traceback = ("Traceback (most recent call last):\n"
+                 f'  File "{released_file}", line 1, in <module>\n'
+                 "    raise SystemError('no input read')\nSystemError: no input read\n")
+    assert feedback[released_file] == ("Tests succeeded:\nNone\nTests failed:\n"
+                                       f"2\nProgram's Output: {traceback}\n3\nProgram's Output: {traceback}")
+    assert "Traceback" not in feedback[""] and released_file not in feedback[""]

@@ -1,12 +1,20 @@
-"""A failing test as the released HumanEval executors report it, run in a real sandbox: the frames' line numbers of
-their layout (16 import lines, the program, the assert), the value returned, TIMEOUT; and CodePRM's placeholders
-for a run its executor would not have waited for, as GVR shows them under ``gvr_error_text=released``."""
+"""A failing test as the released executors report it, run in a real sandbox: the HumanEval executors' frames' line
+numbers of their layout (16 import lines, the program, the assert), the value returned, TIMEOUT; CodePRM's
+placeholders for a run its executor would not have waited for, as GVR shows them under ``gvr_error_text=released``;
+and CodeTree's standard-input executor, its program run as its own file."""
 
 from __future__ import annotations
 
 from codeforest.graphs import gvr
 from codeforest.suites import ExecutionResult, TestOutcome
-from codeforest.tools.released_exec import CODEPRM_LABEL, RPM_LABEL, released_failures, results_text, unfinished_in_join
+from codeforest.tools.released_exec import (
+    CODEPRM_LABEL,
+    RPM_LABEL,
+    codetree_stdin_failures,
+    released_failures,
+    results_text,
+    unfinished_in_join,
+)
 from tests.fakes import RespondingChatModel, RoleScript
 
 ASSERT = "assert inc(1) == 2"
@@ -61,3 +69,24 @@ def test_gvr_shows_the_released_placeholders_for_a_program_that_never_returns():
     placeholder = "Unknown test\n\n# Current Execution Output:\nThe code executes failed! No result got!"
     assert leaf["feedback"] == "\n\n".join(f"## Failed test {k}: \n{placeholder}" for k in range(1, 6))
     assert placeholder in script.prompts["expand_fb"][0]
+
+
+RELEASED_FILE = "/tmp/codeforest-test-released/temp_files/temp_test7.py"
+
+
+def test_codetree_stdin_failures_are_the_released_texts_of_a_program_run_as_its_file():
+    """Run as the released file: an error is Python's own traceback naming that file (a whole-line statement, so no
+    caret line), a time-out the subprocess's text naming 'python' and the file as the released code runs it, a wrong
+    output the released block; a test the program passes is None."""
+    program = ("n = int(input())\nif n == 1:\n    raise ValueError('one')\nwhile n == 2:\n    pass\n"
+               "print(n * 2 if n == 3 else n)\n")
+    texts = codetree_stdin_failures(program, [("1\n", "2"), ("2\n", "4"), ("3\n", "6"), ("4\n", "8")],
+                                    RELEASED_FILE, 1)
+    assert texts == [
+        "1\nProgram's Output: Traceback (most recent call last):\n"
+        f'  File "{RELEASED_FILE}", line 3, in <module>\n'
+        "    raise ValueError('one')\nValueError: one\n",
+        "2\nProgram's Output: Command '['python', 'temp_files/temp_test7.py']' timed out after 1 seconds",
+        None,
+        "Input:\n4\nExpected Output:\n8\nProgram's Output:\n4\n" + "-" * 29,
+    ]

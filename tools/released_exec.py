@@ -1,4 +1,5 @@
-"""A failing test as the released HumanEval executor of CodePRM and RPM-MCTS reports it, run in the sandbox.
+"""A failing test as the released executors report it, run in the sandbox: the HumanEval executor of CodePRM and
+RPM-MCTS, and CodeTree's standard-input one (``codetree_stdin_failures``).
 
 That executor runs each assert after the program in one text (its 16 import lines, the program, two line breaks, the
 assert) compiled as ``ENTRY.py``; an error is reported as the frames of that text from the first one in it (``File
@@ -10,6 +11,7 @@ test runs so in a child process inside the sandbox (the program's own run, which
 from __future__ import annotations
 
 import json
+import os
 
 from codeforest.suites import TestSuite
 from codeforest.tools.sandbox import run
@@ -111,6 +113,29 @@ def released_test(request):
 '''
 
 
+# The released CodeTree stdin executor (PyExecutorPro.execute), run in a child of the sandboxed program: it writes the
+# program to its file and runs it there on each input, so an error's traceback names that file as Python prints it.
+SCRIPT_RUNNER = r'''
+import json, os, subprocess, sys
+
+
+def released_script(request):
+    request = json.loads(request)
+    path = request["path"]
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as program:
+        program.write(request["program"])
+    try:
+        done = subprocess.run([sys.executable, path], input=request["input"], text=True, capture_output=True,
+                              timeout=request["timeout"])
+    except subprocess.TimeoutExpired:
+        return json.dumps({"timed_out": True})
+    except Exception as exc:
+        return json.dumps({"raised": str(exc)})
+    return json.dumps({"returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr})
+'''
+
+
 def with_imports(code: str) -> str:
     """A program as the released executor runs it for its verdict: its 16 import lines, then the program."""
     return "\n".join(IMPORTS) + "\n" + code
@@ -152,3 +177,35 @@ def results_text(passed: list[bool], failures: list[dict]) -> str:
     for a passing test, ``[False, {'error': ..., 'output': ...}]`` for a failing one (``failures`` in order)."""
     left = iter(failures)
     return str([[True, ""] if ok else [False, next(left)] for ok in passed])
+
+
+def codetree_stdin_failures(program: str, tests: list[tuple[str, str]], path: str, seconds: float,
+                            backend: str | None = None) -> list[str | None]:
+    """Each (input, expected output) test as the released CodeTree stdin executor lists a failure, run there as the
+    file ``path`` (its folder's ``temp_files/temp_test<pid>.py``) with the interpreter it names ``python``: the
+    wrong output, the program's own stderr when it exits with an error, or the subprocess time-out's text; None
+    for a test it passes."""
+    command = ["python", f"{os.path.basename(os.path.dirname(path))}/{os.path.basename(path)}"]
+    requests = [json.dumps({"path": path, "program": program, "input": given, "timeout": seconds})
+                for given, _ in tests]
+    result = run(SCRIPT_RUNNER, TestSuite("calls", tuple(json.dumps([r]) for r in requests), "released_script"),
+                 timeout=len(tests) * (seconds + 5) + 10, backend=backend)
+    failures = []
+    for (given, expected), outcome in zip(tests, [*result.outcomes, *[None] * (len(tests) - len(result.outcomes))],
+                                          strict=True):
+        try:
+            ran = json.loads(json.loads(outcome.actual)) if outcome is not None and outcome.actual else {}
+        except (json.JSONDecodeError, TypeError):
+            ran = {}
+        if not isinstance(ran, dict) or ran.get("timed_out") or not ran:
+            failures.append(f"{given.strip()}\nProgram's Output: Command '{command}' timed out after {seconds} seconds")
+        elif "raised" in ran:
+            failures.append(f"{given.strip()}\nProgram's Output: {ran['raised']}")
+        elif ran["returncode"] != 0:
+            failures.append(f"{given.strip()}\nProgram's Output: {ran['stderr']}")
+        elif ran["stdout"].strip() == expected.strip():
+            failures.append(None)
+        else:
+            failures.append(f"Input:\n{given.strip()}\nExpected Output:\n{expected.strip()}\n"
+                            f"Program's Output:\n{ran['stdout'].strip()}\n{'-' * 29}")
+    return failures

@@ -34,18 +34,19 @@ def feedback_text(result: ExecutionResult, limit: int = FEEDBACK_LIMIT) -> str:
     return _cut("\n".join(lines), limit)
 
 
-def codetree_feedback(result: ExecutionResult, timeout: float) -> str:
+def codetree_feedback(result: ExecutionResult, timeout: float, released: list[str | None] | None = None) -> str:
     """The released CodeTree executors' feedback, character for character where it can be: ``Tested passed:`` /
     ``Tests failed:`` with each failing assert's printed value (function problems), ``Tests succeeded:`` /
     ``Tests failed:`` with inputs and outputs (stdin problems), cut at 2500 characters. A syntax error is the text
-    ``True``, as released (the executor returns ``str(bool)``). Tracebacks cannot match: the released ones name its
-    temporary file and process id."""
+    ``True``, as released (the executor returns ``str(bool)``). A stdin failure's text is codeforest's traceback
+    excerpt unless ``released`` gives each failing stdin test's text as the released executor writes it (its
+    traceback names its temporary file: ``released_exec.codetree_stdin_failures``)."""
     whole = bool(result.error and "syntax" in result.error.lower())
     if all([o.reason == "syntax" for o in result.outcomes] or [whole]):
         return "True"
-    seconds = int(timeout) if float(timeout).is_integer() else timeout
+    seconds = codetree_seconds(timeout)
     if result.outcomes and all(is_stdin_test(o) for o in result.outcomes):
-        return _codetree_stdio(result, seconds)[:FEEDBACK_LIMIT]
+        return _codetree_stdio(result, seconds, released)[:FEEDBACK_LIMIT]
     text = ""
     passed = [o.test.strip() for o in result.outcomes if o.passed]
     failed = [f"{o.test.strip()} # incorrect program's output: {_printed_output(o, seconds)}"
@@ -77,11 +78,20 @@ def _as_printed(shown: str) -> str:
     return str(value)
 
 
-def _codetree_stdio(result: ExecutionResult, seconds: float) -> str:
+def codetree_seconds(timeout: float) -> float:
+    """A test's time limit as the released CodeTree writes it (``1``, not ``1.0``)."""
+    return int(timeout) if float(timeout).is_integer() else timeout
+
+
+def _codetree_stdio(result: ExecutionResult, seconds: float, released: list[str | None] | None) -> str:
     passed = [f"Input:\n{o.test.strip()}\nOutput:\n{(o.expected or '').strip()}" for o in result.outcomes if o.passed]
     failed = []
+    shown = iter(released or [])
     for o in (o for o in result.outcomes if not o.passed):
-        if o.timed_out:
+        text = next(shown, None)
+        if text is not None:
+            failed.append(text)
+        elif o.timed_out:
             failed.append(f"{o.test.strip()}\nProgram's Output: Command 'python' timed out after {seconds} seconds")
         elif o.reason == "wrong answer":
             failed.append(f"Input:\n{o.test.strip()}\nExpected Output:\n{(o.expected or '').strip()}\n"

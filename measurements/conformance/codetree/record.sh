@@ -33,7 +33,8 @@ log="${RECORD_LOG:-$here/$dataset.calls.jsonl}"
 finals="${RECORD_FINALS:-$here/$dataset.finals.jsonl}"  # the program each problem ends with, logged outside the search
 port="${RECORD_PORT:-8090}"
 upstream="${RECORD_UPSTREAM:-}"
-plus="$(ls "${CODEFOREST_CACHE:-$HOME/.cache/codeforest}"/data/HumanEvalPlus-*.jsonl.gz 2>/dev/null | head -1)"
+# (none is found for apps, which does not need it: no error then)
+plus="$(ls "${CODEFOREST_CACHE:-$HOME/.cache/codeforest}"/data/HumanEvalPlus-*.jsonl.gz 2>/dev/null | head -1 || true)"
 
 # The released requirements pin openai==0.28, whose module has no OpenAI class, which the code calls; the 1.x
 # client is what it runs with. vllm, transformers and datasets are shimmed (shims/); torch is never imported.

@@ -15,6 +15,7 @@ Results go to ``DATASET.SUFFIX.jsonl`` and ``DATASET.SUFFIX.md`` in ``--out-dir`
 from __future__ import annotations
 
 import json
+import os
 import re
 import tempfile
 from pathlib import Path
@@ -133,6 +134,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         prompts = write_prompts(Path(args.checkout), Path(folder) / "prompts")
         depths: dict[str, list[int]] = {}
+        # the released executor's program file, as its run names it (run_released.py fixes the process id)
+        pid = os.environ.get("CONFORMANCE_PID", "4715")
+        released_file = f"{Path(args.checkout).resolve()}/temp_files/temp_test{pid}.py"
 
         def run(task, url: str, _folder: Path) -> dict:
             generated = depths.setdefault(task.id, [])  # the depth of each program, as the graph writes them
@@ -141,7 +145,8 @@ def main() -> None:
                 if event.get("event") == "generated":
                     generated.append(event["depth"])
 
-            settings = {**RELEASED, "base_url": url, "prompts_dir": str(prompts)}
+            settings = {**RELEASED, "base_url": url, "prompts_dir": str(prompts),
+                        "codetree_released_file": released_file}
             return solve(task.problem, "codetree", context=settings, on_event=on_event)
 
         rows = []

@@ -1,5 +1,9 @@
-"""Run the released main.py with one addition outside its search: the program each problem ends with (the one
-the released code scores with ``evaluate``) is appended to $CONFORMANCE_FINALS as JSON, so a replay can compare it.
+"""Run the released main.py with two changes outside its search: the program each problem ends with (the one
+the released code scores with ``evaluate``) is appended to $CONFORMANCE_FINALS as JSON, so a replay can compare it;
+and the executor's two machine-dependent names, which its feedback shows (an error's traceback names the program's
+file ``temp_files/temp_test<pid>.py``, a time-out's text the interpreter ``sys.executable``), are fixed: the process
+id to $CONFORMANCE_PID (4715, the id of the run that recorded the first calls), the interpreter to ``python`` (the
+venv's, first on the PATH). Without that a rerun would ask new prompts instead of the ones its log holds.
 Usage: python run_released.py main.py ARGS... (from the checkout)."""
 
 import json
@@ -19,6 +23,19 @@ def _logged(evaluate):
     return evaluate_and_log
 
 
+class _Module:
+    """A module whose attributes are another's, except those given."""
+
+    def __init__(self, module, **fixed):
+        self._module, self._fixed = module, fixed
+
+    def __getattr__(self, name):
+        return self._fixed[name] if name in self._fixed else getattr(self._module, name)
+
+
+RELEASED_PID = int(os.environ.get("CONFORMANCE_PID", "4715"))
+py_executor.os = _Module(os, getpid=lambda: RELEASED_PID)
+py_executor.sys = _Module(sys, executable="python")
 for executor in (py_executor.PyExecutor, py_executor.PyExecutorPro):
     executor.evaluate = _logged(executor.evaluate)
 sys.argv = sys.argv[1:]
