@@ -404,19 +404,32 @@ def tag_step_text(tag: str) -> str:
 
 @acts_as("thinker")
 def edit_step(model: BaseChatModel, prompt: Prompt, problem: str, *, steps: list[str] | str,
-              wrong: str) -> Reply[str | None]:
+              wrong: str, released: bool = False) -> Reply[str | None]:
     """The released node editor: a rewritten last step (``<edit>yes</edit>Step n: ...``), or None to keep it.
 
-    An answer without a readable ``<edit>`` tag keeps the step and counts as a parse failure.
+    An answer without a readable ``<edit>`` tag keeps the step and counts as a parse failure. ``released``: read as
+    the released code reads it: an edit when ``yes`` is in the first tag's text (as written, case and all), and the
+    step is the rest of the reply as written, stripped (its ``Step n:`` label too; it may be empty).
     """
     path = steps if isinstance(steps, str) else "\n".join(steps)
     raw, cost = call_model(model, [HumanMessage(prompt.render("edit", problem=problem, steps=path, wrong=wrong))])
+    if released:
+        tag = re.search(r"<edit>(.*?)</edit>", raw, re.S)
+        if tag is None:
+            return Reply(None, raw, cost, parsed=False)
+        edited = raw.replace(f"<edit>{tag.group(1)}</edit>", "").strip()
+        return Reply(edited if "yes" in tag.group(1).strip() else None, raw, cost)
     match = re.search(r"<edit>\s*(yes|no)\s*</edit>(.*)", raw, re.I | re.S)
     if match is None:
         return Reply(None, raw, cost, parsed=False)
-    body = " ".join(re.sub(r"```.*?(```|\Z)", "", match.group(2), flags=re.S).split())
-    body = re.sub(r"^\**\s*Step\s*\d+\s*[:.)]\**\s*", "", body, flags=re.I)
+    body = edited_step_text(match.group(2))
     return Reply(body if match.group(1).lower() == "yes" and body else None, raw, cost)
+
+
+def edited_step_text(text: str) -> str:
+    """An edited step as one line: code blocks dropped, white space joined, its ``Step n:`` label removed."""
+    body = " ".join(re.sub(r"```.*?(```|\Z)", "", text, flags=re.S).split())
+    return re.sub(r"^\**\s*Step\s*\d+\s*[:.)]\**\s*", "", body, flags=re.I)
 
 
 @acts_as("thinker")

@@ -122,8 +122,8 @@ class RpmContext(Context):
         "nothing, earlier proposals as 'History i:' lines after the prompt's 'history' sentence; the knowledge-base "
         "query and the critic then read that text too; and replies are read as the released code reads them: a "
         "proposal's step as written (an unreadable one kept as a blank step), the locator's <step_n> number alone, "
-        "in range or not; a re-roll-out's reflection is its program, a line break and the analysis, even an empty "
-        "one."))
+        "in range or not, the node editor's step as written; a re-roll-out's reflection is its program, a line "
+        "break and the analysis, even an empty one, and an empty evaluator analysis reaches the locator as it is."))
     rpm_extract_steps: bool = Field(default=False, description=(
         "True: after every roll-out, one more call breaks its reply into tagged steps (the released step extractor, "
         "not in the paper); the code writer then implements that answer and the rolled steps are read from it."))
@@ -193,8 +193,8 @@ def released_path(nodes: dict[str, NodeRecord], path: list[str]) -> str:
     edited step is joined without any, as released)."""
     text = ""
     for i, node in enumerate((nodes[n] for n in path if n != ROOT), 1):
-        if node.get("replaced_thought"):
-            text += f"Step {i}: {node['text']}"
+        if "replaced_thought" in node:  # the editor's reply as written (before it was kept so: numbered here)
+            text += node.get("action", f"Step {i}: {node['text']}")
         elif node.get("grafted"):
             text += "\n" + node.get("action", f"Step {i}: {node['text']}")
         else:
@@ -444,7 +444,9 @@ def simulate(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel
                                     else len(steps))
         costs.append(found.cost)
         located = found.value
-        analysis = found.analysis if context.rpm_reflection == "locator" else tried["analysis"] or found.analysis
+        # the evaluator's analysis, or the locator's where it is empty (released: as it is, even empty)
+        analysis = found.analysis if context.rpm_reflection == "locator" \
+            else tried["analysis"] if released else tried["analysis"] or found.analysis
         # the roll-out's steps before the first wrong one (released: a number out of range sliced as released)
         keep = len(tried["every"][:located - 1][len(steps):]) if released else max(0, located - 1 - len(steps))
         kit.emit("located", node=chosen, step=located, grafted=keep)
@@ -473,14 +475,17 @@ def revise(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel |
     wrong, updates, costs = f"{failure['code']}\n{state['reflection']}", {}, []  # the released code + "\n" + reflection
     own_steps = steps_on(nodes, search.path_to(nodes, chosen))
     if context.rpm_edit and failure["located"] == len(own_steps):  # the wrong step is the simulated one
-        shown = released_path(nodes, search.path_to(nodes, chosen)) if context.rpm_layout == "released" \
-            else own_steps
+        released = context.rpm_layout == "released"
+        shown = released_path(nodes, search.path_to(nodes, chosen)) if released else own_steps
         edit = thinker.edit_step(_sampled(llm, context, problem, chosen, state["rollouts"], "edit"),
-                                 kit.prompt(context, "thinker_rpm"), text, steps=shown, wrong=wrong)
+                                 kit.prompt(context, "thinker_rpm"), text, steps=shown, wrong=wrong,
+                                 released=released)
         costs.append(edit.cost)
-        if edit.value:
-            kit.emit("edited", node=chosen, old=nodes[chosen]["text"], new=edit.value)
-            updates[chosen] = {"text": edit.value, "replaced_thought": nodes[chosen]["text"]}
+        if edit.value or (released and edit.value is not None):
+            step = thinker.edited_step_text(edit.value) if released else edit.value
+            kit.emit("edited", node=chosen, old=nodes[chosen]["text"], new=step)
+            updates[chosen] = {"text": step, "replaced_thought": nodes[chosen]["text"],
+                               **({"action": edit.value} if released else {})}
     if not context.rpm_rerollout:
         return {"nodes": updates, "cost": total_cost(costs)}
     view = merge_nodes(nodes, updates)
@@ -666,11 +671,12 @@ def _graft(nodes: dict[str, NodeRecord], parent: str, steps: list[dict], value: 
 
 def _debug_text(problem: Problem, code: str, result, analysis: str, context: RpmContext, llm: BaseChatModel,
                 costs: list[dict]) -> str:
-    """What the locator sees: the block-level analysis of a failing test (``rpm_ldb``), else the evaluator's."""
+    """What the locator sees: the block-level analysis of a failing test (``rpm_ldb``), else the evaluator's (where
+    that is empty, the test feedback; under ``rpm_layout=released`` as it is, as the released code passes it)."""
     if not context.rpm_exec_reward:  # the ablation: the search never sees the tests' results
         return analysis or "(not run)"
     if not context.rpm_ldb or result.all_passed or not result.total:
-        return analysis or feedback_text(result)
+        return analysis if context.rpm_layout == "released" else analysis or feedback_text(result)
     trace, blocks = kit.analyze_failure(problem, code, result, context, llm, prompt_name="critic_rpm")
     if blocks is None:
         return f"{feedback_text(result)}\n{trace}"

@@ -754,3 +754,40 @@ def test_a_path_text_valued_before_is_not_valued_again_under_the_released_layout
     assert child["scored_text"] == "\nStep 1: B\n\nStep 2: C\n"
     roles, child = expanded("codeforest")
     assert roles == ["next", "critic"] and child["step_score"] == 2.0
+
+
+@pytest.mark.parametrize("layout", ["codeforest", "released"])
+def test_the_released_layout_passes_an_empty_analysis_as_is_and_keeps_the_edited_step_as_written(layout):
+    """The evaluator wrote only its score: the released locator sees that empty analysis (codeforest: the test
+    feedback instead), and the editor's step joins the path as the released code keeps it, label and line breaks as
+    written (codeforest: one line, relabelled)."""
+    script = Script(next=["Next step: Multiply x by one."], critic=["<score>6</score>"],
+                    roll=["Step 1: Multiply x by one.\nStep 2: Return it."],
+                    code=[code("x * 1"), code("x + 1")],
+                    evaluate=["<evaluation>1</evaluation>", "Right.\n<evaluation>9</evaluation>"],
+                    locate=["<step_n>1</step_n> Add one."],
+                    edit=["<edit>yes</edit>Step 1:  Add one\nto x."],
+                    reroll=["Step 1: Add one to x.\nStep 2: Return the sum."])
+    out = run(script, kb_path="", rpm_kb=False, rpm_width=1, rpm_ldb=False, rpm_edit=True, rpm_rerollout=True,
+              rpm_layout=layout)
+    assert script.roles == ["next", "critic", "roll", "code", "evaluate", "locate", "edit", "reroll", "code",
+                            "evaluate"]
+    assert out["nodes"]["n1"]["text"] == "Add one to x."
+    debug = script.prompts["locate"][0].split("Test case debug information:\n")[1].split("\n\nThe above")[0]
+    assert (debug == "") == (layout == "released") and ("assert inc(1) == 2" in debug) == (layout == "codeforest")
+    assert ("Step 1:  Add one\nto x." in script.prompts["reroll"][0]) == (layout == "released")
+
+
+def test_the_released_editor_reads_yes_as_written():
+    """Released: an edit only when 'yes' is in the first <edit> tag's text as written ('Yes' is not), the step the
+    rest of the reply stripped, an empty one kept; codeforest reads either case and needs a step."""
+    from codeforest.agents.thinker import edit_step
+    from codeforest.prompts import load_prompt
+
+    prompt = load_prompt("thinker_rpm")
+    def edited(reply, released=True):
+        model = RespondingChatModel(respond=lambda messages: reply)
+        return edit_step(model, prompt, "p", steps=["Step 1: a"], wrong="w", released=released).value
+    assert [edited("<edit>Yes</edit>Step 1: b"), edited("So <edit> yes </edit> Step 1: b\n"),
+            edited("<edit>yes</edit>")] == [None, "So  Step 1: b", ""]
+    assert [edited("<edit>Yes</edit>Step 1: b", False), edited("<edit>yes</edit>", False)] == ["b", None]
