@@ -14,6 +14,7 @@ accept at max depth) decides.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -36,7 +37,6 @@ from codeforest.tools.testing import (
     codetree_feedback,
     codetree_seconds,
     feedback_text,
-    is_stdin_test,
     prm_feedback,
 )
 
@@ -88,9 +88,11 @@ class CodeTreeContext(VerifierContext):
         "replay of the released code needs."))
     codetree_released_file: str = Field(default="", description=(
         "Under codetree_feedback='released', the released executor's program file (its folder's "
-        "temp_files/temp_test<pid>.py): a standard-input program's failing tests are run again in the sandbox as "
-        "that file, so an error shows Python's own traceback naming it and a time-out the released subprocess "
-        "text. Empty: codeforest's traceback excerpt. The sandbox must be able to write there (under /tmp)."))
+        "temp_files/temp_test<pid>.py): a standard-input program's tests are run again in the sandbox as that "
+        "file and judged as the released executor judges them (the output compared stripped, where codeforest "
+        "reads numbers by value and white space loosely), an error shown as Python's own traceback naming the "
+        "file, a time-out as the released subprocess text. Empty: codeforest's verdicts and traceback excerpt. "
+        "The sandbox must be able to write there (under /tmp)."))
     codetree_parse: Literal["lines", "released"] = Field(default="lines", description=(
         "How the Thinker's numbered strategies and reflections are read: 'lines', each line starting with its "
         "number, stripped; 'released', the text after the first 'N.' anywhere on a line, as written (it also takes "
@@ -300,25 +302,32 @@ def generate(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: Bas
 def execute(state: CodeTreeState, runtime: Runtime[CodeTreeContext]) -> dict:
     """Run the current node's program on the visible tests."""
     context = kit.settings(runtime, CONTEXT)
-    node = state["nodes"][state["current"]]
+    node, problem = state["nodes"][state["current"]], state["problem"]
     shown = feedback_text
     if context.codetree_feedback == "released":
-        shown = lambda r: codetree_feedback(r, context.test_timeout, released_stdin(node["code"], r, context))  # noqa: E731
-    result, tested = kit.run_program(state["problem"], node["code"], context, node["id"], shown)
+        shown = lambda r: codetree_feedback(r, context.test_timeout)  # noqa: E731
+    result, tested = kit.run_program(problem, node["code"], context, node["id"], shown)
+    if context.codetree_feedback == "released" and context.codetree_released_file and problem["kind"] == "stdio":
+        result, texts = released_stdin(node["code"], result, context)
+        tested.update(execution=result.summary(), status=kit.program_status(result),
+                      feedback=codetree_feedback(result, context.test_timeout, [t for t in texts if t is not None]))
     if context.codetree_evaluator == "verifier":  # the Verifier reads test results in CodePRM's format
         tested["prm_feedback"] = prm_feedback(result)
     return {"nodes": {node["id"]: {**tested, "value": result.pass_rate}}, "cost": {"sandbox_runs": 1}}
 
 
-def released_stdin(code: str, result: ExecutionResult, context: CodeTreeContext) -> list[str | None] | None:
-    """The failing stdin tests' texts as the released executor writes them, run as ``codetree_released_file``;
-    None without that file or such a failure."""
-    failing = [o for o in result.outcomes if not o.passed and is_stdin_test(o)]
-    if not context.codetree_released_file or not failing:
-        return None
-    return codetree_stdin_failures(code, [(o.test, o.expected or "") for o in failing],
-                                   context.codetree_released_file, codetree_seconds(context.test_timeout),
-                                   backend=context.sandbox)
+def released_stdin(code: str, result: ExecutionResult, context: CodeTreeContext) -> tuple[ExecutionResult,
+                                                                                          list[str | None]]:
+    """The stdin tests judged and shown as the released executor does: the program run as
+    ``codetree_released_file``, its output compared stripped (codeforest's own comparison is more lenient). The
+    result with those verdicts, and each test's failure text (None: passed)."""
+    texts = codetree_stdin_failures(code, [(o.test, o.expected or "") for o in result.outcomes],
+                                    context.codetree_released_file, codetree_seconds(context.test_timeout),
+                                    backend=context.sandbox)
+    outcomes = [o if o.passed == (text is None) else
+                replace(o, passed=text is None, reason=None if text is None else o.reason or "wrong answer")
+                for o, text in zip(result.outcomes, texts, strict=True)]
+    return replace(result, passed=sum(text is None for text in texts), outcomes=outcomes), texts
 
 
 def critique(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: BaseChatModel | None = None) -> dict:

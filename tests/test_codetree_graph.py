@@ -246,3 +246,23 @@ def test_under_a_released_file_a_stdin_error_shows_pythons_traceback_naming_it()
     assert feedback[released_file] == ("Tests succeeded:\nNone\nTests failed:\n"
                                        f"2\nProgram's Output: {traceback}\n3\nProgram's Output: {traceback}")
     assert "Traceback" not in feedback[""] and released_file not in feedback[""]
+
+
+def test_under_a_released_file_stdin_outputs_are_compared_stripped_as_released():
+    """4.0 for 4: codeforest reads the numbers by value and passes both tests; the released executor compares the
+    stripped texts, so under codetree_released_file the program fails both and the Debugger is asked."""
+    out = {}
+    for file in ("", "/tmp/codeforest-test-codetree/temp_files/temp_test9.py"):
+        script = RoleScript(strategy=["1. Print twice the number."],
+                            solver=["```python\nprint(float(2 * int(input())))\n```"], score=["Wrong.\n1"],
+                            reflection=["1. Print an integer."], debugger=["```python\nprint(2 * int(input()))\n```"],
+                            verify=["Right.\nTrue"] * 2)
+        context = CodeTreeContext(structured_output=False, codetree_feedback="released", codetree_released_file=file)
+        out[file] = build_graph(model=RespondingChatModel(respond=script)).invoke({"problem": STDIO}, context=context)
+    lenient, strict = out.values()
+    assert lenient["nodes"]["n1"]["execution"]["passed"] == 2 and lenient["final_node"] == "n1"
+    assert strict["nodes"]["n1"]["execution"]["passed"] == 0 and strict["final_node"] == "n2"
+    assert strict["nodes"]["n1"]["feedback"] == (
+        "Tests succeeded:\nNone\nTests failed:\n"
+        + "\n".join(f"Input:\n{n}\nExpected Output:\n{2 * n}\nProgram's Output:\n{2.0 * n}\n" + "-" * 29
+                    for n in (2, 3)))
