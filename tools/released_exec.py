@@ -151,15 +151,9 @@ def released_failures(text: str, tests: list[str], entry: str, *, label: str, li
     """``{'error': ..., 'output': ...}`` for each (failing) assert in ``tests``, as the released executor reports
     it: ``output`` is the assert, a blank line, ``label`` and the value returned (or the error, or TIMEOUT)."""
     program = with_imports(released_program(text)) + "\n"
-    requests = [json.dumps({"entry": entry, "program": program, "test": "\n" + test, "limit": limit}) for test in tests]
-    result = run(RUNNER, TestSuite("calls", tuple(json.dumps([r]) for r in requests), "released_test"),
-                 timeout=2 * limit + 10, backend=backend)
+    requests = [{"entry": entry, "program": program, "test": "\n" + test, "limit": limit} for test in tests]
     failures = []
-    for test, outcome in zip(tests, [*result.outcomes, *[None] * (len(tests) - len(result.outcomes))], strict=True):
-        try:
-            reply = json.loads(json.loads(outcome.actual)) if outcome is not None and outcome.actual else {}
-        except (json.JSONDecodeError, TypeError):
-            reply = {}
+    for test, reply in zip(tests, _replies(RUNNER, "released_test", requests, 2 * limit + 10, backend), strict=True):
         error = reply.get("error") if isinstance(reply, dict) and isinstance(reply.get("error"), str) else "TIMEOUT"
         shown = reply.get("output") if isinstance(reply, dict) and isinstance(reply.get("output"), str) else error
         failures.append({"error": error, "output": f"\n{test.strip()}\n\n{label}{shown}"})
@@ -186,18 +180,11 @@ def codetree_stdin_failures(program: str, tests: list[tuple[str, str]], path: st
     wrong output, the program's own stderr when it exits with an error, or the subprocess time-out's text; None
     for a test it passes."""
     command = ["python", f"{os.path.basename(os.path.dirname(path))}/{os.path.basename(path)}"]
-    requests = [json.dumps({"path": path, "program": program, "input": given, "timeout": seconds})
-                for given, _ in tests]
-    result = run(SCRIPT_RUNNER, TestSuite("calls", tuple(json.dumps([r]) for r in requests), "released_script"),
-                 timeout=len(tests) * (seconds + 5) + 10, backend=backend)
+    requests = [{"path": path, "program": program, "input": given, "timeout": seconds} for given, _ in tests]
+    replies = _replies(SCRIPT_RUNNER, "released_script", requests, len(tests) * (seconds + 5) + 10, backend)
     failures = []
-    for (given, expected), outcome in zip(tests, [*result.outcomes, *[None] * (len(tests) - len(result.outcomes))],
-                                          strict=True):
-        try:
-            ran = json.loads(json.loads(outcome.actual)) if outcome is not None and outcome.actual else {}
-        except (json.JSONDecodeError, TypeError):
-            ran = {}
-        if not isinstance(ran, dict) or ran.get("timed_out") or not ran:
+    for (given, expected), ran in zip(tests, replies, strict=True):
+        if not isinstance(ran, dict) or not ran or ran.get("timed_out"):
             failures.append(f"{given.strip()}\nProgram's Output: Command '{command}' timed out after {seconds} seconds")
         elif "raised" in ran:
             failures.append(f"{given.strip()}\nProgram's Output: {ran['raised']}")
@@ -209,3 +196,17 @@ def codetree_stdin_failures(program: str, tests: list[tuple[str, str]], path: st
             failures.append(f"Input:\n{given.strip()}\nExpected Output:\n{expected.strip()}\n"
                             f"Program's Output:\n{ran['stdout'].strip()}\n{'-' * 29}")
     return failures
+
+
+def _replies(runner: str, function: str, requests: list[dict], timeout: float, backend: str | None) -> list:
+    """Each request's reply from ``function`` of ``runner``, run in the sandbox as a calls suite: its JSON value,
+    ``{}`` for a call with no readable reply (the run ended or timed out first)."""
+    result = run(runner, TestSuite("calls", tuple(json.dumps([json.dumps(r)]) for r in requests), function),
+                 timeout=timeout, backend=backend)
+    replies = []
+    for outcome in [*result.outcomes, *[None] * (len(requests) - len(result.outcomes))]:
+        try:
+            replies.append(json.loads(json.loads(outcome.actual)) if outcome is not None and outcome.actual else {})
+        except (json.JSONDecodeError, TypeError):
+            replies.append({})
+    return replies
