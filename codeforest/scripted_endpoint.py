@@ -9,6 +9,7 @@ Faults, one per request while any are queued (``faults``) or on every request (`
 proxy might), ``"drop"`` (close the connection without an answer), ``"stall"`` (answer
 after ``stall_s`` seconds), ``"badjson"`` (a 200 whose body is not JSON), ``"length"`` (the next reply, marked
 as cut off at the output limit), ``None`` (answer normally). A faulty request consumes no reply, except "length".
+A request asking for ``logprobs`` gets them in the shape llama.cpp's server gives (``token_logprobs``).
 """
 
 from __future__ import annotations
@@ -67,10 +68,13 @@ class ScriptedEndpoint(LocalServer):
                         text = fake.respond(body)
                     else:
                         text = fake.replies.pop(0) if fake.replies else "no more replies"
+                choice = {"index": 0, "finish_reason": "length" if fault == "length" else "stop",
+                          "message": {"role": "assistant", "content": text}}
+                if body.get("logprobs"):
+                    choice["logprobs"] = token_logprobs(text)
                 payload = json.dumps({
                     "id": "x", "object": "chat.completion", "created": 0, "model": body.get("model", "fake"),
-                    "choices": [{"index": 0, "finish_reason": "length" if fault == "length" else "stop",
-                                 "message": {"role": "assistant", "content": text}}],
+                    "choices": [choice],
                     "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
                 }).encode()
                 self.send_json(200, payload)
@@ -109,6 +113,17 @@ class ScriptedEndpoint(LocalServer):
         else:
             raise ValueError(f"unknown fault {fault!r}")
         return True
+
+
+_TOKEN = re.compile(r"\s*\S+|\s+")
+
+
+def token_logprobs(text: str) -> dict:
+    """A reply's ``logprobs`` as llama.cpp's server shapes them when asked: one entry per token (here a word with
+    the white space before it), each its own single top choice at log-probability 0."""
+    def entry(token: str) -> dict:
+        return {"id": 0, "token": token, "bytes": list(token.encode()), "logprob": 0.0}
+    return {"content": [{**entry(t), "top_logprobs": [entry(t)]} for t in _TOKEN.findall(text)]}
 
 
 _ENTRY = re.compile(r"^\s*def\s+(\w+)\s*\(", re.M)

@@ -85,6 +85,19 @@ def test_an_upstream_error_passes_through_unrecorded(tmp_path):
     assert [r["response"]["choices"][0]["message"]["content"] for r in read_records(log)[0]] == ["fine"]
 
 
+def test_a_request_asking_for_logprobs_gets_one_entry_per_token_as_llama_cpp_gives_them(tmp_path):
+    log = tmp_path / "calls.jsonl"
+    with ScriptedEndpoint(["def f():\n    return 1"] * 2) as model, Recorder(log, upstream=model.url) as recorder:
+        plain = ask(recorder.url, "a").json()["choices"][0]
+        asked = ask(recorder.url, "b", logprobs=True, top_logprobs=1).json()["choices"][0]
+    assert "logprobs" not in plain
+    tokens = [entry["token"] for entry in asked["logprobs"]["content"]]
+    assert tokens == ["def", " f():", "\n    return", " 1"] and "".join(tokens) == asked["message"]["content"]
+    assert asked["logprobs"]["content"][1]["bytes"] == list(b" f():")
+    assert asked["logprobs"]["content"][1]["top_logprobs"][0]["token"] == " f():"
+    assert read_records(log)[0][1]["response"]["choices"][0]["logprobs"] == asked["logprobs"]  # recorded as given
+
+
 @pytest.mark.parametrize("graph, budget", [("codetree", {"codetree_max_programs": 4}),
                                            ("rethink_mcts", {"rethink_rollouts": 3})])
 def test_a_search_replayed_from_its_recording_makes_the_same_calls_and_returns_the_same_program(tmp_path, graph,

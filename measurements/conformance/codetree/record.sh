@@ -35,6 +35,9 @@ port="${RECORD_PORT:-8090}"
 upstream="${RECORD_UPSTREAM:-}"
 # (none is found for apps, which does not need it: no error then)
 plus="$(ls "${CODEFOREST_CACHE:-$HOME/.cache/codeforest}"/data/HumanEvalPlus-*.jsonl.gz 2>/dev/null | head -1 || true)"
+# Checked before anything is written: a run that cannot load its problems would leave the finals file empty.
+[ "$dataset" != humaneval ] || [ -n "$plus" ] || { echo "humaneval needs the HumanEval+ release: codeforest data fetch humaneval_plus" >&2
+                                                   exit 2; }
 
 # The released requirements pin openai==0.28, whose module has no OpenAI class, which the code calls; the 1.x
 # client is what it runs with. vllm, transformers and datasets are shimmed (shims/); torch is never imported.
