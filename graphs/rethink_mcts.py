@@ -40,6 +40,13 @@ from codeforest.graphs.state import NodeRecord, SearchState, merge_nodes
 from codeforest.problems import Problem
 from codeforest.suites import ExecutionResult, TestOutcome
 from codeforest.tools import ldb
+from codeforest.tools.released_exec import (
+    RETHINK_LABEL,
+    UNFINISHED_TESTS,
+    released_failures,
+    unfinished_in_join,
+    unfinished_output,
+)
 from codeforest.tools.testing import current_output, execution_report, is_stdin_test, prm_feedback, shown_test
 
 # the roles whose calls this graph makes (at some setting), besides the selector's
@@ -85,7 +92,11 @@ class RethinkContext(ThoughtTreeContext):
         "show problem, thoughts and code, then '(Execution Feedback)' and '(Block-level Analysis)', then the "
         "instruction), or the released code's (one text 'Above is the combination of problem + thoughts & "
         "reflections + code ...' with '## Failed test i' entries and the trace under '# Trace blocks debugging', "
-        "placed before the expansion's instruction and after the rethink's)."))
+        "placed before the expansion's instruction and after the rethink's). On a function problem the released "
+        "layout also shows each failing assert as the released executor reports it (run again in its harness in "
+        "the sandbox: the value returned as str() writes it, an error as its frames), and a run that executor "
+        "would have stopped waiting for (a test out of time, or all of them past 10 s) as its 21 'No result got!' "
+        "failures with v_test 0."))
     rethink_block_info: bool = Field(default=True, description=(
         "Ablation: false = verbal feedback without the block-level analysis."))
     rethink_block_trace: Literal["codeforest", "released"] = Field(default="codeforest", description=(
@@ -238,6 +249,9 @@ def simulate(state: RolloutState, runtime: Runtime[RethinkContext], model: BaseC
     record.update(kit.kept_reply(reply.raw, context.code_shown))
     shown = kit.shown_code(record, context.code_shown)
     v_test = result.pass_rate if result.total else 1.0
+    failed_texts = released_failed_tests(problem, reply.raw, result, context)
+    if failed_texts and unfinished_in_join(result):
+        v_test = 0.0
     record["verbal_feedback"], v_llm = "", None
     if context.rethink_locate == "verifier":  # the Verifier reads test results in CodePRM's format
         record["prm_feedback"] = prm_feedback(result)
@@ -258,7 +272,7 @@ def simulate(state: RolloutState, runtime: Runtime[RethinkContext], model: BaseC
         record["verbal_feedback"] = verbal_feedback(problem, reply.value, result, context, llm, costs,
                                                     thoughts=search.state_text(nodes, state["path"],
                                                                                context.released_text),
-                                                    shown=shown)
+                                                    shown=shown, failed_texts=failed_texts)
     update = rewarded()
     kit.emit("reward", node=leaf, reward=round(record["reward"], 4))
     return {**update, "cost": total_cost(costs)}
@@ -454,15 +468,19 @@ def released_suffix(context: RethinkContext) -> str:
 
 
 def verbal_feedback(problem: Problem, code: str, result: ExecutionResult, context: RethinkContext,
-                    model: BaseChatModel, costs: list[dict], thoughts: str = "", shown: str | None = None) -> str:
+                    model: BaseChatModel, costs: list[dict], thoughts: str = "", shown: str | None = None,
+                    failed_texts: list[str] | None = None) -> str:
     """Failing tests with their outputs, plus the block-level trace and its analysis: App. B.5's layout, or
-    the released code's (which also holds the problem, the ``thoughts`` as the state holds them, and the code
-    as ``shown``)."""
+    the released code's (which also holds the problem, the ``thoughts`` as the state holds them, the code
+    as ``shown``, and the failing tests as ``failed_texts`` when the released executor's texts are given)."""
     failing = [o for o in result.outcomes if not o.passed][:MAX_FAILING_TESTS]
     released = context.rethink_feedback_layout == "released"
     shown = code if shown is None else shown
+    if failed_texts is None:
+        failed_texts = [released_failure(o) for o in failing]
+    failed_texts = [text[:TEST_LIMIT] for text in failed_texts[:MAX_FAILING_TESTS]]
     if released:
-        tests = "".join(f"\n\n## Failed test {i}: {released_failure(o)[:TEST_LIMIT]}" for i, o in enumerate(failing, 1))
+        tests = "".join(f"\n\n## Failed test {i}: {text}" for i, text in enumerate(failed_texts, 1))
         text = f"{problem['prompt']}{thoughts}\n\n{shown}\n\n{RELEASED_FEEDBACK}{tests} \n"
     else:
         lines = ["(Execution Feedback)", "The code above fails the given unit test:"]
@@ -470,7 +488,7 @@ def verbal_feedback(problem: Problem, code: str, result: ExecutionResult, contex
         text = "\n".join(lines)
     if context.rethink_block_info and failing:
         if context.rethink_block_trace == "released" and problem["kind"] == "function":
-            found = ldb_analysis(problem, shown, failing, thoughts, context, model)
+            found = ldb_analysis(problem, shown, failed_texts, thoughts, context, model)
             trace, analysis, failed = found or ("", None, "")
         else:
             trace, analysis, traced = kit.traced_failure(problem, code, result, context, model, show=block_test)
@@ -487,13 +505,13 @@ def verbal_feedback(problem: Problem, code: str, result: ExecutionResult, contex
     return text[:FEEDBACK_CUT] if len(text) > FEEDBACK_LIMIT else text
 
 
-def ldb_analysis(problem: Problem, reply: str, failing: list[TestOutcome], thoughts: str, context: RethinkContext,
+def ldb_analysis(problem: Problem, reply: str, failed_texts: list[str], thoughts: str, context: RethinkContext,
                  model: BaseChatModel) -> tuple[str, Reply, str] | None:
-    """The released LDB step: the failing tests in turn until one can be traced (``tools.ldb``), then the block
-    analysis of that one; its blocks text, the analysis and the failed test's text (None when none traces)."""
+    """The released LDB step: the failing tests (their released texts) in turn until one can be traced
+    (``tools.ldb``), then the block analysis of that one; its blocks text, the analysis and the failed test's text
+    (None when none traces)."""
     program = ldb.program_of(reply)
-    for outcome in failing:
-        failed = released_failure(outcome)[:TEST_LIMIT]
+    for failed in failed_texts:
         blocks = ldb.released_trace(program, failed, problem["entry_point"], backend=context.sandbox)
         if isinstance(blocks, list) and blocks:
             trace = ldb.blocks_text(blocks)
@@ -508,6 +526,24 @@ def released_state(problem: Problem, nodes: dict, path: list[str], context: Reth
     """The released code's state: the problem, then one ``\\nThought: ...`` line per thought (released_text: each
     as the released state holds it)."""
     return problem["prompt"] + search.state_text(nodes, path, context.released_text)
+
+
+def released_failed_tests(problem: Problem, reply: str, result: ExecutionResult,
+                          context: RethinkContext) -> list[str] | None:
+    """The failing tests of a function problem's program as the released HumanEval executor reports them, under the
+    released layout (None otherwise: codeforest's texts): the first six failing asserts run again in the sandbox in
+    its harness (the program is the reply's first python block), or, for a run that executor would have stopped
+    waiting for, its 21 placeholders."""
+    if context.rethink_feedback_layout != "released" or problem["kind"] != "function":
+        return None
+    if unfinished_in_join(result):
+        return [unfinished_output(RETHINK_LABEL)] * UNFINISHED_TESTS
+    failing = [o.test for o in result.outcomes if not o.passed][:MAX_FAILING_TESTS]
+    if not failing:
+        return []
+    return [failure["output"] for failure in released_failures(reply, failing, problem["entry_point"],
+                                                               label=RETHINK_LABEL, limit=context.test_timeout,
+                                                               backend=context.sandbox)]
 
 
 def released_failure(outcome: TestOutcome) -> str:

@@ -63,6 +63,11 @@ def test_the_released_trace_runs_in_the_sandbox():
     assert ldb.released_trace("def below_zero(x):\n    return 1 / 0\n", FAILED, "below_zero") == (
         "*execution fail*This line is wrong: ```    _ret = 1 / 0```\nZeroDivisionError: division by zero")
     assert ldb.released_trace("def other(x):\n    return x\n", FAILED, "below_zero").startswith("*execution fail*")
+    # a one-line loop ending the program leaves LDB no line to print its values at: the trace run still decides
+    looping, summing = "def below_zero(x):\n    while True: pass\n", "def below_zero(x):\n    for i in x: pass\n"
+    assert ldb.released_trace(looping, FAILED, "below_zero") == "*timeout*"
+    assert ldb.released_trace(summing, FAILED, "below_zero") == \
+        "*execution fail*no line after a block's header to print its values at"
 
 
 def test_rethink_sends_the_released_block_analysis_chat():

@@ -199,6 +199,30 @@ def test_verbal_feedback_shows_a_stdin_tests_expected_output():
                              "# Current Execution Output: \n3\n \n")
 
 
+LOOPS_ON_5 = "```python\ndef inc(x):\n    while x == 5:\n        pass\n    return x + 1\n```"
+
+
+@pytest.mark.parametrize("reply, failed, v_test", [
+    (code("str(x + 1)"), "\nassert inc(1) == 2\n\n# Current Execution Output: \n2", 0.0),  # str(), not repr()
+    # the released harness's frames: 16 import lines, the fence's line break, the program, three line breaks
+    (code("1 / 0"), '\nassert inc(1) == 2\n\n# Current Execution Output: \nFile "inc.py", line 23, in <module>\n'
+     'assert inc(1) == 2\nFile "inc.py", line 19, in inc\n    return 1 / 0\nZeroDivisionError: division by zero', 0.0),
+    # a test out of time: the released executor stops waiting and reports 21 placeholders, a pass rate of 0
+    (LOOPS_ON_5, "Unknown test\n\n# Current Execution Output: \nThe code executes failed! No result got!", 0.0),
+])
+def test_released_layout_shows_a_failing_assert_as_the_released_executor_reports_it(reply, failed, v_test):
+    script = Script(expand=[thoughts(("Return x + 1.", 1.0))], expand_fb=[thoughts(("Add one.", 1.0))], solver=[reply])
+    out = run(script, rethink_rollouts=1, rethink_max_rethinks=0, rethink_block_info=False,
+              rethink_feedback_layout="released", test_timeout=1)
+    node = out["nodes"]["n1"]
+    assert node["reward"] == v_test
+    tests = node["verbal_feedback"].split("Here are the test cases the code doesn't pass: \n")[1]
+    assert tests.startswith(f"\n\n## Failed test 1: {failed}")
+    if reply == LOOPS_ON_5:  # six of the 21 are shown, as the released feedback lists six
+        assert tests == "".join(f"\n\n## Failed test {i}: {failed}" for i in range(1, 7)) + " \n"
+        assert node["execution"]["passed"] == 1  # codeforest's own verdict: inc(1) passes, inc(5) times out
+
+
 def test_released_no_verbal_rethink_and_the_layout_refused_with_the_verifier_locator():
     script = Script(expand=[thoughts(("Return x + 2.", 1.0))] * 3, expand_fb=[thoughts(("Add one.", 1.0))] * 3,
                     solver=[code("x + 2"), code("x + 1"), code("x + 1")] * 2, rethink=["Add one to x."] * 3,

@@ -349,14 +349,18 @@ def released_trace(program: str, failed_test: str, entry: str, *, backend: str |
         return FAILED + str(exc)
     if function_range(source, entry) is None:
         return FAILED + f"{entry} is not a function of the program"
-    # the value run's program starts with a line break, as LDB writes it
-    traced, profiled = _runs([source + "\n" + call, "\n" + instrument(source, entry, bounds) + "\n" + call], entry,
-                             backend)
+    try:  # the value run's program starts with a line break, as LDB writes it
+        profiling = ["\n" + instrument(source, entry, bounds) + "\n" + call]
+    except StopIteration:  # a block header with no line after it (a one-line loop ends the program)
+        profiling = []
+    traced, profiled = _runs([source + "\n" + call, *profiling], entry, backend)
     if traced.get("timeout"):
         return TIMEOUT
     lines = traced.get("lines")
     if not isinstance(lines, list):
         return UNPARSED
+    if not profiling:  # LDB looks for that line only after a trace run that worked, and raises: no blocks
+        return FAILED + "no line after a block's header to print its values at"
     if profiled.get("timeout"):
         return TIMEOUT
     stderr = str(profiled.get("stderr", ""))
@@ -366,9 +370,10 @@ def released_trace(program: str, failed_test: str, entry: str, *, backend: str |
 
 
 def _runs(sources: list[str], entry: str, backend: str | None) -> list[dict]:
-    """LDB's trace run and value run of the two sources, in the sandbox (a run that gave nothing: timed out)."""
+    """LDB's trace run and value run of the sources (the trace run's alone when only it is given), in the sandbox
+    (a run that gave nothing: timed out)."""
     suite = TestSuite("calls", tuple(json.dumps([s, mode, entry]) for s, mode in
-                                     zip(sources, ("trace", "values"), strict=True)), "ldb_run")
+                                     zip(sources, ("trace", "values")[:len(sources)], strict=True)), "ldb_run")
     result = run(RUNNER, suite, timeout=RUN_LIMIT_S + 5, backend=backend)
     replies = []
     for outcome in result.outcomes:

@@ -1,5 +1,5 @@
-"""A failing test as the released executors report it, run in the sandbox: the HumanEval executor of CodePRM and
-RPM-MCTS, and CodeTree's standard-input one (``codetree_stdin_failures``).
+"""A failing test as the released executors report it, run in the sandbox: the HumanEval executor of CodePRM,
+RethinkMCTS and RPM-MCTS, and CodeTree's standard-input one (``codetree_stdin_failures``).
 
 That executor runs each assert after the program in one text (its 16 import lines, the program, two line breaks, the
 assert) compiled as ``ENTRY.py``; an error is reported as the frames of that text from the first one in it (``File
@@ -20,12 +20,21 @@ IMPORTS = ["import math", "import re", "import sys", "import copy", "import date
            "import collections", "import heapq", "import statistics", "import functools", "import hashlib",
            "import numpy", "import numpy as np", "import string", "from typing import *", "from collections import *"]
 CODEPRM_LABEL = "# Current Execution Output:\n"
-# CodePRM's released executor runs all the public tests in one child process it waits 10 s for; a run that does not
-# finish by then reads as 21 failures ("the average number of tests"), each this text, and a pass rate of 0.
+RETHINK_LABEL = "# Current Execution Output: \n"
+RPM_LABEL = "# Real Execution Output: \n"
+# The released HumanEval executor of CodePRM and RethinkMCTS runs all the public tests in one child process it waits
+# 10 s for; a run that does not finish by then reads as 21 failures ("the average number of tests"), each
+# ``unfinished_output(label)``, and a pass rate of 0.
 RELEASED_JOIN_S = 10.0
 UNFINISHED_TESTS = 21
-UNFINISHED_OUTPUT = "Unknown test\n\n# Current Execution Output:\nThe code executes failed! No result got!"
-RPM_LABEL = "# Real Execution Output: \n"
+
+
+def unfinished_output(label: str) -> str:
+    """The text of each failure the released executor reports for a run it gave up waiting for."""
+    return f"Unknown test\n\n{label}The code executes failed! No result got!"
+
+
+UNFINISHED_OUTPUT = unfinished_output(CODEPRM_LABEL)
 # The released exec_code and eval_code, run in a child of the sandboxed program: stdin JSON {entry, program, test,
 # limit}; the reply follows the marker on stdout.
 HARNESS = r'''

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import yaml
 
+from codeforest.agents.base import assemble_program
 from codeforest.prompts import check_prompts_dir
 from codeforest.recorder import Recorder, nearest, prompt_text
 
@@ -133,6 +134,15 @@ def _first_unasked(recorded: list[str], hits: list[str]) -> tuple[int, str] | No
 
 def _reprs(key: str) -> list[str]:
     return [repr(line) for line in prompt_text(key).splitlines(keepends=True)]
+
+
+def same_program(problem: dict, mine: str | None, released: str | None) -> bool:
+    """Whether codeforest's final program is the released one: the same text, or the same once the prompt's import
+    lines that codeforest adds to a function's program are added to the released one too."""
+    if released is None:
+        return False
+    mine, released = (mine or "").strip(), released.strip()
+    return mine == released or mine == assemble_program(problem, released).strip()
 
 
 def first_cell(row: dict) -> str:

@@ -20,7 +20,16 @@ import tempfile
 from pathlib import Path
 
 from released_prompts import write as write_prompts  # beside this script (it puts replaykit on the path)
-from replaykit import calls_row, divergence_sections, first_cell, logged_tasks, replay_parser, replayed, write_results
+from replaykit import (
+    calls_row,
+    divergence_sections,
+    first_cell,
+    logged_tasks,
+    replay_parser,
+    replayed,
+    same_program,
+    write_results,
+)
 
 from codeforest.api import run_config
 from codeforest.graphs import search
@@ -105,8 +114,8 @@ def compare(task, recorded: list[str], asked: list[tuple[str, bool]], output: di
     """One problem's comparison."""
     row = calls_row(task.id, recorded, asked, role, whole=final is not None)
     row |= {"stop_reason": output.get("stop_reason"), "error": output.get("error")}
-    code = (output.get("final_code") or "").strip()
-    row["same_final_program"] = final is not None and code == (final.get("program") or "").strip()
+    row["same_final_program"] = final is not None and same_program(task.problem, output.get("final_code"),
+                                                                   final.get("program") or "")
     nodes = output.get("nodes") or {}
     row["released_selections"] = (final or {}).get("selections", [])
     row["codeforest_selections"] = [released_path(nodes, p) for p in selected] if nodes else []

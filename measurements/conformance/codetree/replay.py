@@ -21,7 +21,16 @@ import tempfile
 from pathlib import Path
 
 from released_prompts import write as write_prompts  # beside this script (it puts replaykit on the path)
-from replaykit import calls_row, divergence_sections, first_cell, logged_tasks, replay_parser, replayed, write_results
+from replaykit import (
+    calls_row,
+    divergence_sections,
+    first_cell,
+    logged_tasks,
+    replay_parser,
+    replayed,
+    same_program,
+    write_results,
+)
 
 from codeforest.api import solve
 from codeforest.jsonl import read_records
@@ -92,8 +101,7 @@ def compare(task, recorded: list[tuple[str, str]], asked: list[tuple[str, bool]]
     keys = [k for k, _ in recorded]
     row = calls_row(task.id, keys, asked, role, whole=released_final is not None)
     row |= {"stop_reason": output.get("stop_reason"), "wall_s": (output.get("cost") or {}).get("wall_s")}
-    final = (output.get("final_code") or "").strip()
-    row["same_final_program"] = released_final is not None and final == released_final.strip()
+    row["same_final_program"] = same_program(task.problem, output.get("final_code"), released_final)
     released_shape = released_depths(keys, [reply for _, reply in recorded])
     row["released_shape"], row["codeforest_shape"] = released_shape, output.get("generated_depths", [])
     row["same_shape"] = released_shape == row["codeforest_shape"]

@@ -28,7 +28,16 @@ from collections import Counter
 from pathlib import Path
 
 from released_prompts import write as write_prompts  # beside this script (it puts replaykit on the path)
-from replaykit import calls_row, divergence_sections, first_cell, logged_tasks, replay_parser, replayed, write_results
+from replaykit import (
+    calls_row,
+    divergence_sections,
+    first_cell,
+    logged_tasks,
+    replay_parser,
+    replayed,
+    same_program,
+    write_results,
+)
 
 from codeforest.api import solve
 from codeforest.jsonl import read_records
@@ -94,12 +103,14 @@ def released_selections(log: Path, prefix: str) -> dict[str, list[str]]:
 
 
 class Shape:
-    """codeforest's selected paths, as sibling positions, from its events (``node_created``, ``selected``)."""
+    """codeforest's selected paths, as sibling positions, and the rewards it gave, from its events (``node_created``,
+    ``selected``, ``reward``)."""
 
     def __init__(self):
         self.position: dict[str, int] = {}
         self.children: Counter = Counter()
         self.paths: list[str] = []
+        self.rewards: list[float] = []
 
     def __call__(self, event: dict) -> None:
         if event.get("event") == "node_created":
@@ -107,6 +118,8 @@ class Shape:
             self.children[event["parent"]] += 1
         elif event.get("event") == "selected":
             self.paths.append("->".join(["root", *(str(self.position.get(n, "?")) for n in event["path"][1:])]))
+        elif event.get("event") == "reward":
+            self.rewards.append(event["reward"])
 
 
 def compare(task, recorded: list[str], asked: list[tuple[str, bool]], output: dict, final: dict | None,
@@ -116,10 +129,12 @@ def compare(task, recorded: list[str], asked: list[tuple[str, bool]], output: di
     hits = [k for k, hit in asked if hit]
     row |= {"same_order": hits == recorded[:len(hits)], "stop_reason": output.get("stop_reason"),
             "error": output.get("error"), "wall_s": (output.get("cost") or {}).get("wall_s")}
-    mine = (output.get("final_code") or "").strip()
-    row["same_final_program"] = final is not None and mine == released_program(final["program"]).strip()
-    node = (output.get("nodes") or {}).get(output.get("final_node") or "", {})
-    row["final_value"] = {"released": final.get("train_reward") if final else None, "codeforest": node.get("reward")}
+    row["same_final_program"] = final is not None and same_program(task.problem, output.get("final_code"),
+                                                                   released_program(final["program"]))
+    # the final program is the highest-rewarded (a rethought node's record holds only its latest program's reward)
+    rewards = output.get("rewards") or []
+    row["final_value"] = {"released": final.get("train_reward") if final else None,
+                          "codeforest": max(rewards) if rewards else None}
     row["released_shape"], row["codeforest_shape"] = selections, output.get("paths", [])
     row["same_shape"] = selections is not None and selections == row["codeforest_shape"]
     return row
@@ -166,13 +181,14 @@ def main() -> None:
             try:
                 output = solve(task.problem, "rethink_mcts", context={**settings, "base_url": url}, on_event=shape)
             finally:
-                paths[task.id] = shape.paths
+                paths[task.id], rewards[task.id] = shape.paths, shape.rewards
             return output
 
-        rows, paths = [], {}
+        rows, paths, rewards = [], {}, {}
         for task, output, asked in replayed(log, tasks, run, delay=args.delay):
             row = compare(task, [k for k in keys if belongs(k, task.problem)], asked,
-                          {**output, "paths": paths.get(task.id, [])}, finals.get(task.id), selections.get(task.id))
+                          {**output, "paths": paths.get(task.id, []), "rewards": rewards.get(task.id, [])},
+                          finals.get(task.id), selections.get(task.id))
             rows.append(row | {"delay_s": args.delay})
             print(f"{task.id}: {row['matched']}/{row['recorded_calls']} matched, first divergence: "
                   f"{row.get('first_divergence', 'none')} (call {row.get('call', '-')}), final "

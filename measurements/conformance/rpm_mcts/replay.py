@@ -21,7 +21,16 @@ import tempfile
 from pathlib import Path
 
 from released_prompts import write as write_prompts  # beside this script (it puts replaykit on the path)
-from replaykit import calls_row, divergence_sections, first_cell, logged_tasks, replay_parser, replayed, write_results
+from replaykit import (
+    calls_row,
+    divergence_sections,
+    first_cell,
+    logged_tasks,
+    replay_parser,
+    replayed,
+    same_program,
+    write_results,
+)
 
 from codeforest.api import solve
 from codeforest.jsonl import read_records
@@ -106,8 +115,8 @@ def compare(task, recorded: list[str], asked: list[tuple[str, bool]], output: di
     row = calls_row(task.id, recorded, asked, role, whole=final is not None)
     row |= {"stop_reason": output.get("stop_reason"), "error": output.get("error"),
             "wall_s": (output.get("cost") or {}).get("wall_s"), "released_finish": (final or {}).get("finish")}
-    code = (output.get("final_code") or "").strip()
-    row["same_final_program"] = final is not None and code == (final.get("solution") or "").strip()
+    row["same_final_program"] = final is not None and same_program(task.problem, output.get("final_code"),
+                                                                   final.get("solution") or "")
     paths = (final or {}).get("paths") or []
     leaves = codeforest_leaves(output.get("nodes") or {})
     row["released_shape"] = [p["steps_num"] for p in paths]
