@@ -45,7 +45,11 @@ def write_code(model: BaseChatModel, prompt: Prompt, problem: Problem, hint: str
 def program_reply(problem: Problem, raw: str, cost: dict) -> Reply[str]:
     """The runnable program in a code-writing reply; without a code block, the reply itself (counted)."""
     code = extract_code(raw, problem.get("entry_point"))
-    parsed = code is not None
-    if not parsed:
-        code = raw  # the paper's fallback: run the reply as it is; it fails its tests visibly
-    return Reply(assemble_program(problem, code), raw, cost, parsed)
+    return Reply(assemble_program(problem, own_program(problem, raw)), raw, cost, parsed=code is not None)
+
+
+def own_program(problem: Problem, raw: str) -> str:
+    """The program a code-writing reply holds as the model wrote it, before the prompt's imports are added; without
+    a code block, the reply itself (the paper's fallback: run as it is, it fails its tests visibly)."""
+    code = extract_code(raw, problem.get("entry_point"))
+    return raw if code is None else code

@@ -30,8 +30,9 @@ from codeforest.context import VerifierContext
 from codeforest.cost import total_cost
 from codeforest.graphs import codeprm, kit, search, selection
 from codeforest.graphs.state import Execution, NodeRecord, SearchState
+from codeforest.problems import Problem
 from codeforest.suites import ExecutionResult
-from codeforest.tools.released_exec import codetree_stdin_failures
+from codeforest.tools.released_exec import codetree_function_failures, codetree_stdin_failures
 from codeforest.tools.testing import (
     PRM_PASSED,
     codetree_feedback,
@@ -88,11 +89,17 @@ class CodeTreeContext(VerifierContext):
         "replay of the released code needs."))
     codetree_released_file: str = Field(default="", description=(
         "Under codetree_feedback='released', the released executor's program file (its folder's "
-        "temp_files/temp_test<pid>.py): a standard-input program's tests are run again in the sandbox as that "
-        "file and judged as the released executor judges them (the output compared stripped, where codeforest "
-        "reads numbers by value and white space loosely), an error shown as Python's own traceback naming the "
-        "file, a time-out as the released subprocess text. Empty: codeforest's verdicts and traceback excerpt. "
-        "The sandbox must be able to write there (under /tmp)."))
+        "temp_files/temp_test<pid>.py): each test is run again in the sandbox as that file and judged as the "
+        "released executor judges it (a standard-input program's output compared stripped, where codeforest "
+        "reads numbers by value and white space loosely; a function's assert passed when the file exits cleanly), "
+        "an error shown as Python's own traceback naming the file (a function's failing call printed from "
+        "temp_test_output<pid>.py beside it, which needs codeforest[released]), a time-out as the released text. "
+        "Empty: codeforest's verdicts and traceback excerpt. The sandbox must be able to write there (under /tmp)."))
+    codetree_code_shown: Literal["program", "written"] = Field(default="program", description=(
+        "The code of a node the Critic, Thinker and Debugger read (and, under codetree_feedback='released', the "
+        "released executor runs): the program codeforest runs (a function's program with the prompt's import lines "
+        "it lacks put first), or the program as the model wrote it, as the released code shows and runs it (its "
+        "executor puts its own import lines first)."))
     codetree_parse: Literal["lines", "released"] = Field(default="lines", description=(
         "How the Thinker's numbered strategies and reflections are read: 'lines', each line starting with its "
         "number, stripped; 'released', the text after the first 'N.' anywhere on a line, as written (it also takes "
@@ -292,11 +299,18 @@ def generate(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: Bas
     if parent is None:
         reply = solver.write_code(llm, kit.prompt(context, "solver"), state["problem"], hint=node["text"] or None)
     else:
-        reply = debugger.repair(llm, kit.prompt(context, "debugger"), state["problem"], code=parent["code"],
+        reply = debugger.repair(llm, kit.prompt(context, "debugger"), state["problem"], code=shown_code(parent),
                                 feedback=parent.get("feedback", ""), reflection=node["text"],
                                 review=context.codetree_debugger_review)
     kit.emit("generated", node=node["id"], depth=node["depth"])
-    return {"nodes": {node["id"]: {"code": reply.value}}, "cost": {**reply.cost, "programs": 1}}
+    written = {"written": solver.own_program(state["problem"], reply.raw)} \
+        if context.codetree_code_shown == "written" else {}
+    return {"nodes": {node["id"]: {"code": reply.value, **written}}, "cost": {**reply.cost, "programs": 1}}
+
+
+def shown_code(node: NodeRecord) -> str:
+    """A node's program as the Critic, Thinker and Debugger read it (``codetree_code_shown``)."""
+    return node.get("written", node["code"])
 
 
 def execute(state: CodeTreeState, runtime: Runtime[CodeTreeContext]) -> dict:
@@ -307,8 +321,8 @@ def execute(state: CodeTreeState, runtime: Runtime[CodeTreeContext]) -> dict:
     if context.codetree_feedback == "released":
         shown = lambda r: codetree_feedback(r, context.test_timeout)  # noqa: E731
     result, tested = kit.run_program(problem, node["code"], context, node["id"], shown)
-    if context.codetree_feedback == "released" and context.codetree_released_file and problem["kind"] == "stdio":
-        result, texts = released_stdin(node["code"], result, context)
+    if context.codetree_feedback == "released" and context.codetree_released_file:
+        result, texts = released_verdicts(problem, shown_code(node), result, context)
         tested.update(execution=result.summary(), status=kit.program_status(result),
                       feedback=codetree_feedback(result, context.test_timeout, [t for t in texts if t is not None]))
     if context.codetree_evaluator == "verifier":  # the Verifier reads test results in CodePRM's format
@@ -316,14 +330,19 @@ def execute(state: CodeTreeState, runtime: Runtime[CodeTreeContext]) -> dict:
     return {"nodes": {node["id"]: {**tested, "value": result.pass_rate}}, "cost": {"sandbox_runs": 1}}
 
 
-def released_stdin(code: str, result: ExecutionResult, context: CodeTreeContext) -> tuple[ExecutionResult,
-                                                                                          list[str | None]]:
-    """The stdin tests judged and shown as the released executor does: the program run as
-    ``codetree_released_file``, its output compared stripped (codeforest's own comparison is more lenient). The
-    result with those verdicts, and each test's failure text (None: passed)."""
-    texts = codetree_stdin_failures(code, [(o.test, o.expected or "") for o in result.outcomes],
-                                    context.codetree_released_file, codetree_seconds(context.test_timeout),
-                                    backend=context.sandbox)
+def released_verdicts(problem: Problem, code: str, result: ExecutionResult,
+                      context: CodeTreeContext) -> tuple[ExecutionResult, list[str | None]]:
+    """The tests judged and shown as the released executors do, the program run as ``codetree_released_file``: a
+    stdin program's output compared stripped (codeforest's own comparison is more lenient), a function's assert
+    passed when its file exits cleanly. The result with those verdicts, and each test's failure text (None:
+    passed)."""
+    seconds = codetree_seconds(context.test_timeout)
+    if problem["kind"] == "stdio":
+        texts = codetree_stdin_failures(code, [(o.test, o.expected or "") for o in result.outcomes],
+                                        context.codetree_released_file, seconds, backend=context.sandbox)
+    else:
+        texts = codetree_function_failures(code, [o.test.strip() for o in result.outcomes],
+                                           context.codetree_released_file, seconds, backend=context.sandbox)
     outcomes = [o if o.passed == (text is None) else
                 replace(o, passed=text is None, reason=None if text is None else o.reason or "wrong answer")
                 for o, text in zip(result.outcomes, texts, strict=True)]
@@ -399,7 +418,7 @@ def chain(nodes: dict[str, NodeRecord], node: NodeRecord) -> list[str]:
 def judge_pass(state: CodeTreeState, context: CodeTreeContext, llm: BaseChatModel, node: NodeRecord) -> Reply:
     """The verdict on a visible pass: the Critic's, or the Verifier's (accepted when no step is flagged)."""
     if context.codetree_evaluator == "critic":
-        return critic.verify(llm, kit.prompt(context, "critic"), state["problem"], code=node["code"],
+        return critic.verify(llm, kit.prompt(context, "critic"), state["problem"], code=shown_code(node),
                              feedback=node["feedback"], structured=context.structured_output)
     scored = verify(codeprm.verifier(context, llm), state["problem"]["prompt"], chain(state["nodes"], node),
                     node["code"], PRM_PASSED)
@@ -413,7 +432,7 @@ def judge_failure_score(state: CodeTreeState, context: CodeTreeContext, llm: Bas
                         node: NodeRecord) -> Reply:
     """The 0-5 score of a failing node: the Critic's, or round(5 · the Verifier's mean step score)."""
     if context.codetree_evaluator == "critic":
-        return critic.score_tests(llm, kit.prompt(context, "critic"), state["problem"], code=node["code"],
+        return critic.score_tests(llm, kit.prompt(context, "critic"), state["problem"], code=shown_code(node),
                                   feedback=node["feedback"], structured=context.structured_output)
     scored = verify(codeprm.verifier(context, llm), state["problem"]["prompt"], chain(state["nodes"], node),
                     node["code"], node.get("prm_feedback", node["feedback"]))
@@ -431,7 +450,7 @@ def reflect(state: CodeTreeState, runtime: Runtime[CodeTreeContext], model: Base
     node = state["nodes"][state["expanding"] or state["current"]]
     fixed = width(context) if variant(context) else None
     ideas = thinker.reflections(kit.chat_model(context, model), kit.prompt(context, "thinker"), state["problem"],
-                                strategy=node["strategy"], code=node["code"], feedback=node["feedback"],
+                                strategy=node["strategy"], code=shown_code(node), feedback=node["feedback"],
                                 width=width(context), fixed=fixed, released=context.codetree_parse == "released")
     base = kit.next_order(state["nodes"])
     children: dict[str, NodeRecord] = {}

@@ -43,9 +43,7 @@ from codeforest.graphs import codeprm, kit, mcts, search, selection
 from codeforest.graphs.state import NodeRecord, SearchState
 from codeforest.tools.released_exec import (
     CODEPRM_LABEL,
-    UNFINISHED_OUTPUT,
-    UNFINISHED_TESTS,
-    released_failures,
+    released_failed_texts,
     unfinished_in_join,
 )
 from codeforest.tools.testing import prm_feedback
@@ -215,13 +213,13 @@ def simulate(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel
     result, record = kit.run_program(problem, reply.value, context, leaf, feedback=prm_feedback)
     record.update(kit.kept_reply(reply.raw, context.code_shown))
     pass_rate, released = result.pass_rate, context.gvr_error_text == "released" and problem["kind"] == "function"
-    failing = [o.test for o in result.outcomes if not o.passed] if released else []
-    if released and unfinished_in_join(result):  # the released executor gave up waiting: its placeholders
-        record["feedback"], pass_rate = prm_feedback(result, [UNFINISHED_OUTPUT] * UNFINISHED_TESTS), 0.0
-    elif failing:
-        failures = released_failures(reply.raw, failing, problem["entry_point"], label=CODEPRM_LABEL,
-                                     limit=context.test_timeout, backend=context.sandbox)
-        record["feedback"] = prm_feedback(result, [f["output"] for f in failures])
+    if released:
+        failed_texts = released_failed_texts(reply.raw, result, problem["entry_point"], label=CODEPRM_LABEL,
+                                             limit=context.test_timeout, backend=context.sandbox)
+        if failed_texts:
+            record["feedback"] = prm_feedback(result, failed_texts)
+        if unfinished_in_join(result):  # the released executor gave up waiting: a pass rate of 0
+            pass_rate = 0.0
     record.update(retired_scores(nodes[leaf]))  # after a refinement: the scores were the earlier program's
     has_tests, prm_score = result.total > 0, None
 

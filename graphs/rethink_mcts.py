@@ -42,10 +42,8 @@ from codeforest.suites import ExecutionResult, TestOutcome
 from codeforest.tools import ldb
 from codeforest.tools.released_exec import (
     RETHINK_LABEL,
-    UNFINISHED_TESTS,
-    released_failures,
+    released_failed_texts,
     unfinished_in_join,
-    unfinished_output,
 )
 from codeforest.tools.testing import current_output, execution_report, is_stdin_test, prm_feedback, shown_test
 
@@ -536,14 +534,8 @@ def released_failed_tests(problem: Problem, reply: str, result: ExecutionResult,
     waiting for, its 21 placeholders."""
     if context.rethink_feedback_layout != "released" or problem["kind"] != "function":
         return None
-    if unfinished_in_join(result):
-        return [unfinished_output(RETHINK_LABEL)] * UNFINISHED_TESTS
-    failing = [o.test for o in result.outcomes if not o.passed][:MAX_FAILING_TESTS]
-    if not failing:
-        return []
-    return [failure["output"] for failure in released_failures(reply, failing, problem["entry_point"],
-                                                               label=RETHINK_LABEL, limit=context.test_timeout,
-                                                               backend=context.sandbox)]
+    return released_failed_texts(reply, result, problem["entry_point"], label=RETHINK_LABEL,
+                                 limit=context.test_timeout, backend=context.sandbox, cap=MAX_FAILING_TESTS)
 
 
 def released_failure(outcome: TestOutcome) -> str:

@@ -45,6 +45,7 @@ class NodeRecord(TypedDict, total=False):
     prior: float  # MCTS: the thought's prior p(a|s)
     code: str
     reply: str  # code_shown='reply': the Solver's whole reply, which later prompts show
+    written: str  # codetree_code_shown='written': the program as the model wrote it, which later prompts show
     execution: Execution
     feedback: str  # the feedback text given to the model
     verbal_feedback: str  # RethinkMCTS: failing tests with outputs, block trace and its analysis

@@ -266,3 +266,29 @@ def test_under_a_released_file_stdin_outputs_are_compared_stripped_as_released()
         "Tests succeeded:\nNone\nTests failed:\n"
         + "\n".join(f"Input:\n{n}\nExpected Output:\n{2 * n}\nProgram's Output:\n{2.0 * n}\n" + "-" * 29
                     for n in (2, 3)))
+
+
+TOTAL = {"id": "T/total", "prompt": 'from typing import List\n\n\ndef total(xs: List[int]) -> int:\n    """Sum."""\n',
+         "kind": "function", "entry_point": "total", "public_tests": ["assert total([1, 2]) == 3",
+                                                                      "assert total([]) == 0"]}
+
+
+@pytest.mark.parametrize("shown", ["program", "written"])
+def test_the_code_shown_is_the_program_run_or_as_written_with_the_released_function_feedback(shown):
+    """The model's program lacks the prompt's import: codeforest runs it with the import put first and shows that
+    program, or (codetree_code_shown=written) shows it as written, as the released code does; under a released file
+    each failing assert reads as the value its call prints in the released executor."""
+    written = "def total(xs: List[int]) -> int:\n    print('summing')\n    return sum(xs) + 1"
+    script = RoleScript(strategy=["1. Add the numbers."], solver=[f"```python\n{written}\n```"],
+                        score=["Off by one.\n2"], reflection=["1. Drop the plus one."],
+                        debugger=["```python\ndef total(xs):\n    return sum(xs)\n```"], verify=["Right.\nTrue"])
+    context = CodeTreeContext(structured_output=False, codetree_feedback="released", codetree_code_shown=shown,
+                              codetree_released_file="/tmp/codeforest-test-codetree/temp_files/temp_test9.py")
+    out = build_graph(model=RespondingChatModel(respond=script)).invoke({"problem": TOTAL}, context=context)
+    assert out["nodes"]["n1"]["code"] == f"from typing import List\n{written}" and out["final_node"] == "n2"
+    assert out["nodes"]["n1"]["feedback"] == (
+        "\nTests failed:\nassert total([1, 2]) == 3 # incorrect program's output: summing\n4\n"
+        "\nassert total([]) == 0 # incorrect program's output: summing\n1\n")
+    [debugger_prompt] = script.prompts["debugger"]
+    assert (f"```python\n{written}\n```" in debugger_prompt) == (shown == "written")
+    assert (f"from typing import List\n{written}" in debugger_prompt) == (shown == "program")

@@ -1,7 +1,7 @@
 """A failing test as the released executors report it, run in a real sandbox: the HumanEval executors' frames' line
 numbers of their layout (16 import lines, the program, the assert), the value returned, TIMEOUT; CodePRM's
 placeholders for a run its executor would not have waited for, as GVR shows them under ``gvr_error_text=released``;
-and CodeTree's standard-input executor, its program run as its own file."""
+and CodeTree's two executors, its program run as its own file."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ from codeforest.graphs import gvr
 from codeforest.suites import ExecutionResult, TestOutcome
 from codeforest.tools.released_exec import (
     CODEPRM_LABEL,
+    RETHINK_LABEL,
     RPM_LABEL,
+    codetree_function_failures,
     codetree_stdin_failures,
+    released_failed_texts,
     released_failures,
     results_text,
     unfinished_in_join,
@@ -48,6 +51,19 @@ def test_the_released_join_gives_up_on_a_test_out_of_time_or_a_run_past_ten_seco
     assert not unfinished_in_join(ExecutionResult(0, 1, [quick], wall_s=9.9))
     assert unfinished_in_join(ExecutionResult(0, 1, [quick], wall_s=10.1))
     assert unfinished_in_join(ExecutionResult(0, 1, [TestOutcome(test=ASSERT, passed=False, timed_out=True)]))
+
+
+def test_released_failed_texts_caps_the_failing_tests_or_gives_the_placeholders_of_an_unfinished_run():
+    wrong = "def inc(x):\n    return x + 2\n"
+    failing = [TestOutcome(test=f"assert inc({k}) == {k + 1}", passed=False) for k in range(3)]
+    ran = ExecutionResult(0, 4, [TestOutcome(test="assert inc(9) == 10", passed=True), *failing], wall_s=0.1)
+    texts = released_failed_texts(wrong, ran, "inc", label=RETHINK_LABEL, limit=2, cap=2)
+    assert texts == [f"\nassert inc({k}) == {k + 1}\n\n# Current Execution Output: \n{k + 2}" for k in range(2)]
+    passed = ExecutionResult(1, 1, [TestOutcome(test="assert inc(9) == 10", passed=True)], wall_s=0.1)
+    assert released_failed_texts(wrong, passed, "inc", label=RETHINK_LABEL, limit=2) == []
+    slow = ExecutionResult(1, 1, [TestOutcome(test="assert inc(9) == 10", passed=True)], wall_s=10.5)
+    assert released_failed_texts(wrong, slow, "inc", label=RETHINK_LABEL, limit=2) == [
+        "Unknown test\n\n# Current Execution Output: \nThe code executes failed! No result got!"] * 21
 
 
 def test_gvr_shows_the_released_placeholders_for_a_program_that_never_returns():
@@ -90,3 +106,20 @@ def test_codetree_stdin_failures_are_the_released_texts_of_a_program_run_as_its_
         None,
         "Input:\n4\nExpected Output:\n8\nProgram's Output:\n4\n" + "-" * 29,
     ]
+
+
+def test_codetree_function_failures_judge_by_the_files_exit_and_print_the_call_as_released():
+    """A pass is a clean exit of the program and the assert; a failing call is printed from the output file after
+    the program (astunparse's ``f((- 1))``), its stderr then its stdout (the program's own prints too); a loop is
+    the released time-out text. The output file's lines: 7 import lines, a blank, the program from line 9."""
+    program = ("def f(x):\n    if x < 0:\n        raise ValueError('neg')\n    while x == 2:\n        pass\n"
+               "    print('debug')\n    return x + 1\n")
+    tests = ["assert f(1) == 2", "assert f(-1) == 0", "assert f(2) == 3", "assert f(3) == 5"]
+    passed, raised, looped, wrong = codetree_function_failures(program, tests, RELEASED_FILE, 1)
+    output_file = RELEASED_FILE.replace("temp_test7", "temp_test_output7")
+    assert passed is None
+    assert raised.startswith("assert f(-1) == 0 # incorrect program's output: Traceback (most recent call last):\n")
+    assert f'  File "{output_file}", line 17, in <module>\n    print(f((- 1)))\n' in raised
+    assert raised.endswith(f'  File "{output_file}", line 11, in f\n    raise ValueError(\'neg\')\nValueError: neg\n')
+    assert looped == "assert f(2) == 3 # incorrect program's output: Program Timed Out after 1 seconds."
+    assert wrong == "assert f(3) == 5 # incorrect program's output: debug\n4\n"

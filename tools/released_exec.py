@@ -1,5 +1,5 @@
 """A failing test as the released executors report it, run in the sandbox: the HumanEval executor of CodePRM,
-RethinkMCTS and RPM-MCTS, and CodeTree's standard-input one (``codetree_stdin_failures``).
+RethinkMCTS and RPM-MCTS, and CodeTree's two (``codetree_function_failures``, ``codetree_stdin_failures``).
 
 That executor runs each assert after the program in one text (its 16 import lines, the program, two line breaks, the
 assert) compiled as ``ENTRY.py``; an error is reported as the frames of that text from the first one in it (``File
@@ -10,6 +10,7 @@ test runs so in a child process inside the sandbox (the program's own run, which
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 
@@ -145,6 +146,11 @@ def released_script(request):
 '''
 
 
+# The import lines the released CodeTree function executor puts before the program.
+CODETREE_IMPORTS = ("from typing import *\nfrom collections import *\nimport math\nimport sys\nimport random\n"
+                    "import re\nimport itertools, functools, bisect, heapq, string\n")
+
+
 def with_imports(code: str) -> str:
     """A program as the released executor runs it for its verdict: its 16 import lines, then the program."""
     return "\n".join(IMPORTS) + "\n" + code
@@ -167,6 +173,20 @@ def released_failures(text: str, tests: list[str], entry: str, *, label: str, li
         shown = reply.get("output") if isinstance(reply, dict) and isinstance(reply.get("output"), str) else error
         failures.append({"error": error, "output": f"\n{test.strip()}\n\n{label}{shown}"})
     return failures
+
+
+def released_failed_texts(text: str, result, entry: str, *, label: str, limit: float, backend: str | None = None,
+                          cap: int | None = None) -> list[str]:
+    """The failing tests of a function problem's run as the released HumanEval executor lists them: its
+    ``UNFINISHED_TESTS`` placeholders for a run it would have stopped waiting for, else the first ``cap`` failing
+    asserts run again in its harness (the program is the first python block of ``text``)."""
+    if unfinished_in_join(result):
+        return [unfinished_output(label)] * UNFINISHED_TESTS
+    failing = [o.test for o in result.outcomes if not o.passed][:cap]
+    if not failing:
+        return []
+    return [failure["output"] for failure in released_failures(text, failing, entry, label=label, limit=limit,
+                                                               backend=backend)]
 
 
 def unfinished_in_join(result) -> bool:
@@ -205,6 +225,60 @@ def codetree_stdin_failures(program: str, tests: list[tuple[str, str]], path: st
             failures.append(f"Input:\n{given.strip()}\nExpected Output:\n{expected.strip()}\n"
                             f"Program's Output:\n{ran['stdout'].strip()}\n{'-' * 29}")
     return failures
+
+
+def codetree_function_failures(program: str, tests: list[str], path: str, seconds: float,
+                               backend: str | None = None) -> list[str | None]:
+    """Each assert as the released CodeTree function executor judges and shows it, run in the sandbox: the program
+    and the assert as the file ``path`` (``temp_files/temp_test<pid>.py``), passed when it exits cleanly; a failure
+    runs ``print(CALL)`` after the program as ``temp_test_output<pid>.py`` beside it (``CALL`` the assert's left
+    side as ``astunparse`` writes it) and shows its stderr then its stdout, or the time-out text; None for a pass."""
+    try:
+        import astunparse
+    except ImportError as exc:
+        raise RuntimeError("the released CodeTree executor's rendering of a failing call needs astunparse: "
+                           "pip install 'codeforest[released]'") from exc
+    runs = [{"path": path, "program": f"{CODETREE_IMPORTS}\n{program}\n{test}\n", "input": "", "timeout": seconds}
+            for test in tests]
+    verdicts = _replies(SCRIPT_RUNNER, "released_script", runs, len(tests) * (seconds + 5) + 10, backend)
+    output_path = os.path.join(os.path.dirname(path), os.path.basename(path).replace("temp_test", "temp_test_output"))
+    shown: dict[int, str] = {}
+    printing: list[tuple[int, dict]] = []
+    for k, (test, ran) in enumerate(zip(tests, verdicts, strict=True)):
+        if not isinstance(ran, dict) or not ran or ran.get("timed_out"):
+            shown[k] = f"Program Timed Out after {seconds} seconds."
+        elif "raised" in ran:
+            shown[k] = ran["raised"]
+        elif ran["returncode"] != 0:
+            try:
+                call = _released_call(test, astunparse.unparse)
+            except Exception as exc:  # the released executor shows what went wrong, as it does any error
+                shown[k] = str(exc)
+                continue
+            printing.append((k, {"path": output_path, "program": f"{CODETREE_IMPORTS}\n{program}\nprint({call})",
+                                 "input": "", "timeout": seconds}))
+    outputs = _replies(SCRIPT_RUNNER, "released_script", [r for _, r in printing],
+                       len(printing) * (seconds + 5) + 10, backend) if printing else []
+    for (k, _), ran in zip(printing, outputs, strict=True):
+        if not isinstance(ran, dict) or not ran or ran.get("timed_out"):
+            shown[k] = f"Program Timed Out after {seconds} seconds."
+        elif "raised" in ran:
+            shown[k] = ran["raised"]
+        else:
+            shown[k] = ran["stderr"] + ran["stdout"] if ran["stderr"] else ran["stdout"]
+    return [f"{test} # incorrect program's output: {shown[k]}" if k in shown else None
+            for k, test in enumerate(tests)]
+
+
+def _released_call(test: str, unparse) -> str:
+    """The call of an assert as the released CodeTree executor writes it (``get_call_str``): the compared left side,
+    else the whole test, as ``unparse`` (astunparse's, parentheses around every operation) renders it."""
+    parsed = ast.parse(test)
+    try:
+        call = parsed.body[0].test.left
+    except Exception:
+        call = parsed.body[0].test
+    return unparse(call).strip()
 
 
 def _replies(runner: str, function: str, requests: list[dict], timeout: float, backend: str | None) -> list:

@@ -38,9 +38,10 @@ def codetree_feedback(result: ExecutionResult, timeout: float, released: list[st
     """The released CodeTree executors' feedback, character for character where it can be: ``Tested passed:`` /
     ``Tests failed:`` with each failing assert's printed value (function problems), ``Tests succeeded:`` /
     ``Tests failed:`` with inputs and outputs (stdin problems), cut at 2500 characters. A syntax error is the text
-    ``True``, as released (the executor returns ``str(bool)``). A stdin failure's text is codeforest's traceback
-    excerpt unless ``released`` gives each failing stdin test's text as the released executor writes it (its
-    traceback names its temporary file: ``released_exec.codetree_stdin_failures``)."""
+    ``True``, as released (the executor returns ``str(bool)``). A failure's text is codeforest's (the value printed,
+    the traceback excerpt) unless ``released`` gives each failing test's text as the released executor writes it
+    (its traceback names its temporary file: ``released_exec.codetree_stdin_failures`` and
+    ``codetree_function_failures``)."""
     whole = bool(result.error and "syntax" in result.error.lower())
     if all([o.reason == "syntax" for o in result.outcomes] or [whole]):
         return "True"
@@ -49,8 +50,9 @@ def codetree_feedback(result: ExecutionResult, timeout: float, released: list[st
         return _codetree_stdio(result, seconds, released)[:FEEDBACK_LIMIT]
     text = ""
     passed = [o.test.strip() for o in result.outcomes if o.passed]
-    failed = [f"{o.test.strip()} # incorrect program's output: {_printed_output(o, seconds)}"
-              for o in result.outcomes if not o.passed]
+    failed = list(released) if released is not None else [
+        f"{o.test.strip()} # incorrect program's output: {_printed_output(o, seconds)}"
+        for o in result.outcomes if not o.passed]
     if passed:
         text += "Tested passed:" + "".join(f"\n{t}" for t in passed)
     if failed:

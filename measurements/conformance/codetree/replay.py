@@ -40,7 +40,7 @@ from codeforest.recorder import replay_key
 HERE = Path(__file__).parent
 DATASETS = {"humaneval": "humaneval164", "apps": "apps_stdio150"}  # the released files, as codeforest loads them
 RELEASED = {"structured_output": False, "codetree_feedback": "released", "codetree_final": "last_failing",
-            "codetree_partial_credit": False, "codetree_parse": "released",
+            "codetree_partial_credit": False, "codetree_parse": "released", "codetree_code_shown": "written",
             "test_timeout": 1.0, "model": "gpt-4o-mini", "api_key_env": "CONFORMANCE_KEY"}
 ROLES = {"provides strategy": "Thinker (strategies)", "reflect on problem-solving": "Thinker (reflections)",
          "only responds with python code": "Solver", "past function implementation": "Debugger",
