@@ -14,7 +14,7 @@ import ast
 import json
 import os
 
-from codeforest.suites import TestSuite
+from codeforest.suites import ExecutionResult, TestSuite
 from codeforest.tools.sandbox import run
 
 IMPORTS = ["import math", "import re", "import sys", "import copy", "import datetime", "import itertools",
@@ -175,8 +175,8 @@ def released_failures(text: str, tests: list[str], entry: str, *, label: str, li
     return failures
 
 
-def released_failed_texts(text: str, result, entry: str, *, label: str, limit: float, backend: str | None = None,
-                          cap: int | None = None) -> list[str]:
+def released_failed_texts(text: str, result: ExecutionResult, entry: str, *, label: str, limit: float,
+                          backend: str | None = None, cap: int | None = None) -> list[str]:
     """The failing tests of a function problem's run as the released HumanEval executor lists them: its
     ``UNFINISHED_TESTS`` placeholders for a run it would have stopped waiting for, else the first ``cap`` failing
     asserts run again in its harness (the program is the first python block of ``text``)."""

@@ -13,6 +13,11 @@ declare -A checkouts=([codetree]="$codetree" [rpm_mcts]="${2:-}" [rethink_mcts]=
 methods=(codetree)
 for method in rpm_mcts rethink_mcts codeprm; do [ -n "${checkouts[$method]}" ] && methods+=("$method"); done
 
+# One KV cache per slot (8,192 tokens each) and a 2 GiB host prompt cache, as measurements/queue.sh: on the shared
+# (unified) cache each slot's attention runs over every slot's cells. An engine setting only: the recorder logs
+# whatever the model replies, and a replay answers from the log.
+engine='{"n_cache_reuse": 256, "cache_ram_mib": 2048, "kv_unified": false}'
+export CODEFOREST_LLAMA_SETTINGS="${CODEFOREST_LLAMA_SETTINGS:-$engine}"
 pids=()
 trap 'kill "${pids[@]}" "${server:-}" 2>/dev/null; wait' EXIT
 codeforest serve --model local --port "$port" --slots "${#methods[@]}" > /tmp/conformance-serve.log 2>&1 & server=$!
