@@ -43,6 +43,7 @@ from codeforest.graphs import codeprm, kit, mcts, search, selection
 from codeforest.graphs.state import NodeRecord, SearchState
 from codeforest.tools.released_exec import (
     CODEPRM_LABEL,
+    RELEASED_JOIN_S,
     released_failed_texts,
     unfinished_in_join,
 )
@@ -84,9 +85,9 @@ class GvrContext(ThoughtTreeContext):
     gvr_error_text: Literal["line", "released"] = Field(default="line", description=(
         "How a failing assert's error reads in the feedback: its error line ('ValueError: ...'), or as the released "
         "executor reports it, the frames of its harness (File \"f.py\", line 23, in <module> and the line) then "
-        "the error, run so in the sandbox (function problems); a run the released executor would not have waited "
-        "for (a test out of time, or all of them past 10 s) reads as its 21 'No result got!' failures and a pass "
-        "rate of 0."))
+        "the error, run so in the sandbox (function problems); the tests of a function's program share 10 s, as "
+        "the released executor waits 10 s for them all, and a run it would not have waited for (a test out of "
+        "time, or all of them past 10 s) reads as its 21 'No result got!' failures and a pass rate of 0."))
 
 
 CONTEXT = GvrContext
@@ -210,9 +211,11 @@ def simulate(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel
     reply = solver.write_code(llm, kit.prompt(context, "solver_mcts"), problem,
                               thoughts=search.state_text(nodes, state["path"], context.released_text))
     costs = [{**reply.cost, **kit.PROGRAM_RUN}]
-    result, record = kit.run_program(problem, reply.value, context, leaf, feedback=prm_feedback)
+    released = context.gvr_error_text == "released" and problem["kind"] == "function"
+    result, record = kit.run_program(problem, reply.value, context, leaf, feedback=prm_feedback,
+                                     budget=RELEASED_JOIN_S if released else None)
     record.update(kit.kept_reply(reply.raw, context.code_shown))
-    pass_rate, released = result.pass_rate, context.gvr_error_text == "released" and problem["kind"] == "function"
+    pass_rate = result.pass_rate
     if released:
         failed_texts = released_failed_texts(reply.raw, result, problem["entry_point"], label=CODEPRM_LABEL,
                                              limit=context.test_timeout, backend=context.sandbox)

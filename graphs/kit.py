@@ -186,9 +186,11 @@ def program_status(execution: Execution | ExecutionResult) -> str:
 
 
 def run_program(problem: Problem, code: str, context: Context, node_id: str,
-                feedback: Callable[[ExecutionResult], str] = feedback_text) -> tuple[ExecutionResult, dict]:
-    """Run a node's program on the public tests in the sandbox; the result and the node fields it sets."""
-    result = run_public_tests(problem, code, timeout=context.test_timeout, backend=context.sandbox)
+                feedback: Callable[[ExecutionResult], str] = feedback_text,
+                budget: float | None = None) -> tuple[ExecutionResult, dict]:
+    """Run a node's program on the public tests in the sandbox (``budget``: the whole run's seconds, if any); the
+    result and the node fields it sets."""
+    result = run_public_tests(problem, code, timeout=context.test_timeout, backend=context.sandbox, budget=budget)
     emit("executed", node=node_id, passed=result.passed, total=result.total)
     return result, {"code": code, "execution": result.summary(), "feedback": feedback(result),
                     "status": program_status(result)}

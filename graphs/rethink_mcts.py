@@ -41,6 +41,7 @@ from codeforest.problems import Problem
 from codeforest.suites import ExecutionResult, TestOutcome
 from codeforest.tools import ldb
 from codeforest.tools.released_exec import (
+    RELEASED_JOIN_S,
     RETHINK_LABEL,
     released_failed_texts,
     unfinished_in_join,
@@ -92,9 +93,9 @@ class RethinkContext(ThoughtTreeContext):
         "reflections + code ...' with '## Failed test i' entries and the trace under '# Trace blocks debugging', "
         "placed before the expansion's instruction and after the rethink's). On a function problem the released "
         "layout also shows each failing assert as the released executor reports it (run again in its harness in "
-        "the sandbox: the value returned as str() writes it, an error as its frames), and a run that executor "
-        "would have stopped waiting for (a test out of time, or all of them past 10 s) as its 21 'No result got!' "
-        "failures with v_test 0."))
+        "the sandbox: the value returned as str() writes it, an error as its frames); its tests share 10 s, as that "
+        "executor waits 10 s for them all, and a run it would have stopped waiting for (a test out of time, or all "
+        "of them past 10 s) reads as its 21 'No result got!' failures with v_test 0."))
     rethink_block_info: bool = Field(default=True, description=(
         "Ablation: false = verbal feedback without the block-level analysis."))
     rethink_block_trace: Literal["codeforest", "released"] = Field(default="codeforest", description=(
@@ -243,7 +244,9 @@ def simulate(state: RolloutState, runtime: Runtime[RethinkContext], model: BaseC
     thoughts = search.state_text(nodes, state["path"], context.released_text)
     reply = solver.write_code(llm, kit.prompt(context, "solver_mcts"), problem, thoughts=thoughts)
     costs = [{**reply.cost, **kit.PROGRAM_RUN}]
-    result, record = kit.run_program(problem, reply.value, context, leaf)
+    released_join = context.rethink_feedback_layout == "released" and problem["kind"] == "function"
+    result, record = kit.run_program(problem, reply.value, context, leaf,
+                                     budget=RELEASED_JOIN_S if released_join else None)
     record.update(kit.kept_reply(reply.raw, context.code_shown))
     shown = kit.shown_code(record, context.code_shown)
     v_test = result.pass_rate if result.total else 1.0

@@ -123,3 +123,25 @@ def test_codetree_function_failures_judge_by_the_files_exit_and_print_the_call_a
     assert raised.endswith(f'  File "{output_file}", line 11, in f\n    raise ValueError(\'neg\')\nValueError: neg\n')
     assert looped == "assert f(2) == 3 # incorrect program's output: Program Timed Out after 1 seconds."
     assert wrong == "assert f(3) == 5 # incorrect program's output: debug\n4\n"
+
+
+def test_gvr_under_the_released_text_gives_a_programs_tests_one_shared_time(monkeypatch):
+    """The released executor waits for all of a program's tests at once: under gvr_error_text=released the
+    sandbox run has that time in all (here 1.5 s for tests of 1 s each), so the quick test after two loops is not
+    run; under the line text it runs and passes."""
+    monkeypatch.setattr(gvr, "RELEASED_JOIN_S", 1.5)
+    problem = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",
+               "entry_point": "inc", "public_tests": [ASSERT, "assert inc(2) == 3", "assert inc(0) == 1"]}
+    hangs = "```python\ndef inc(x):\n    while x:\n        pass\n    return 1\n```"
+    two = '[{"Thought-1": " Loop.", "Reasonableness": 0.6}, {"Thought-2": " Add.", "Reasonableness": 0.4}]'
+    passed = {}
+    for text in ("line", "released"):
+        script = RoleScript([("find which thought is flawed", "locate"), ("Revise and enhance the", "refine"),
+                             ("doesn't pass some test cases", "expand_fb"), ("Reasonableness", "expand"),
+                             ("Complete the Python program", "solver")],
+                            expand=[two], solver=[hangs], locate=[], refine=[], expand_fb=[two])
+        context = gvr.GvrContext(structured_output=False, gvr_width=2, gvr_rollouts=1, gvr_reward="pub_test",
+                                 gvr_verify="llm_locate", gvr_max_refines=0, gvr_error_text=text, test_timeout=1.0)
+        out = gvr.build_graph(model=RespondingChatModel(respond=script)).invoke({"problem": problem}, context=context)
+        passed[text] = out["nodes"]["n1"]["execution"]["passed"]
+    assert passed == {"line": 1, "released": 0}

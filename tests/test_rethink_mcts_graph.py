@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from codeforest.graphs import rethink_mcts
 from codeforest.graphs.rethink_mcts import (
     FEEDBACK_CUT,
     NO_VERBAL,
@@ -259,3 +260,19 @@ def test_released_feedback_layout_reaches_the_expansion_and_the_rethink():
     body = expansion.split("\n", 1)[1]  # after the system message
     assert body.startswith(PROBLEM["prompt"]) and "Above is the combination of problem + thoughts" in body
     assert body.index("Above is the combination") < body.index("I need you to analyze and provide new thoughts")
+
+
+def test_the_released_layout_gives_a_programs_tests_one_shared_time(monkeypatch):
+    """The released executor waits for all of a program's tests at once: under the released layout the sandbox run
+    has that time in all (here 1 s, each test's own limit), so inc(5) after the loop on inc(1) is not run; under the
+    paper's layout it runs and passes."""
+    monkeypatch.setattr(rethink_mcts, "RELEASED_JOIN_S", 1.0)
+    loops_on_1 = "```python\ndef inc(x):\n    while x == 1:\n        pass\n    return x + 1\n```"
+    passed = {}
+    for layout in ("paper", "released"):
+        script = Script(expand=[thoughts(("Return x + 1.", 1.0))], expand_fb=[thoughts(("Add one.", 1.0))],
+                        solver=[loops_on_1])
+        out = run(script, rethink_rollouts=1, rethink_max_rethinks=0, rethink_block_info=False,
+                  rethink_feedback_layout=layout, test_timeout=1)
+        passed[layout] = out["nodes"]["n1"]["execution"]["passed"]
+    assert passed == {"paper": 1, "released": 0}

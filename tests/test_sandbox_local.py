@@ -161,3 +161,16 @@ def test_a_bwrap_on_the_users_path_outside_the_system_folders_works(monkeypatch,
         assert local.run(ADD, TestSuite.function(["assert add(1, 1) == 2"], "add")).all_passed
     finally:
         sandbox.find_bwrap.cache_clear()
+
+
+def test_a_run_budget_caps_the_tests_and_leaves_the_rest_unrun():
+    """Each test has 1 s; the run has 1.5 s: the first loop times out at its own second, the second gets what is
+    left, and the quick test after them is not run; without a budget it runs and passes."""
+    code = "def f(x):\n    while x:\n        pass\n    return 0\n"
+    suite = TestSuite.function(["assert f(1) == 0", "assert f(2) == 0", "assert f(0) == 0"], "f")
+    budgeted = run(code, suite, timeout=1, budget=1.5)
+    first, second, quick = budgeted.outcomes
+    assert first.timed_out and first.error == "Timed out after 1 s"
+    assert second.timed_out and not second.passed
+    assert quick.timed_out and quick.error == "Not run: the run's time budget was spent"
+    assert [o.passed for o in run(code, suite, timeout=1).outcomes] == [False, False, True]

@@ -1205,9 +1205,12 @@ def run_suite(payload, process, emit):
     that killed it or hung."""
     tests, kind, timeout = payload["tests"], payload["kind"], payload["timeout"]
     timeouts = payload.get("timeouts") or []
+    budget = payload.get("budget")
+    deadline = None if budget is None else time.monotonic() + budget  # the whole run's, when the parent sets one
 
     def limit(i):
-        return timeouts[i] if i < len(timeouts) else timeout
+        own = timeouts[i] if i < len(timeouts) else timeout
+        return own if deadline is None else min(own, deadline - time.monotonic())
 
     base = {"__name__": "__solution__", "__builtins__": builtins}
     names, trees = set(), []
@@ -1225,6 +1228,10 @@ def run_suite(payload, process, emit):
     indices = [traced] if traced is not None else range(payload.get("start", 0), len(tests))
     namespace = base
     for i in indices:
+        if deadline is not None and traced is None and limit(i) <= 0:
+            emit({"i": i, "passed": False, "error": "Not run: the run's time budget was spent", "timed_out": True,
+                  "reason": "timeout"})
+            continue
         if not process.alive:
             try:
                 loaded = process.start(names, sum(limit(j) for j in range(i, len(tests))) + timeout + STARTUP_GRACE_S)

@@ -54,7 +54,8 @@ class Sandbox(Protocol):
 
     isolation: str
 
-    def run(self, code: str, tests: TestSuite, *, timeout: float = 5.0) -> ExecutionResult: ...
+    def run(self, code: str, tests: TestSuite, *, timeout: float = 5.0,
+            budget: float | None = None) -> ExecutionResult: ...
 
     def trace(self, code: str, tests: TestSuite, index: int, *, timeout: float = 5.0) -> dict: ...
 
@@ -68,8 +69,11 @@ class ChildSandbox:
 
     limits: Limits
 
-    def run(self, code: str, tests: TestSuite, *, timeout: float = 5.0) -> ExecutionResult:
-        """Run ``code`` against every test in ``tests``; ``timeout`` is per test, in seconds."""
+    def run(self, code: str, tests: TestSuite, *, timeout: float = 5.0,
+            budget: float | None = None) -> ExecutionResult:
+        """Run ``code`` against every test in ``tests``; ``timeout`` is per test, in seconds; ``budget``, if given,
+        is the whole run's: a test gets what is left of it at most, and tests left when it is spent fail as timed
+        out without running."""
         started = time.monotonic()
         total = len(tests)
         outcomes: list[TestOutcome | None] = [None] * total
@@ -78,7 +82,13 @@ class ChildSandbox:
         secrets = secret_values()
         longest = max((*tests.timeouts, timeout))  # the parent's clock waits for the slowest test
         while start < total:
-            lines, crash = _masked(self._run_child(self._payload(code, tests, start, timeout), longest), secrets)
+            left = None if budget is None else budget - (time.monotonic() - started)
+            if left is not None and left <= 0:
+                for i in range(start, total):
+                    outcomes[i] = _failed(tests, i, BUDGET_SPENT, "timeout", timed_out=True)
+                break
+            payload = self._payload(code, tests, start, timeout if left is None else min(timeout, left))
+            lines, crash = _masked(self._run_child({**payload, "budget": left}, longest), secrets)
             setup = next((ln for ln in lines if "setup_error" in ln), None)
             if setup:
                 error = _text(setup["setup_error"]) or "the program could not be set up"
@@ -422,6 +432,9 @@ def _text(value) -> str | None:
     return value if isinstance(value, str) else None
 
 
+BUDGET_SPENT = "Not run: the run's time budget was spent"  # the runner writes the same
+
+
 def _failed(tests: TestSuite, i: int, error: str, reason: str, timed_out: bool = False) -> TestOutcome:
     case = tests.tests[i]
     if tests.kind == "stdio":
@@ -474,14 +487,16 @@ def isolation(backend: str | None = None) -> str:
 
 
 def run(code: str, tests: TestSuite, *, timeout: float = 5.0, backend: str | None = None,
-        scoring: bool = False) -> ExecutionResult:
-    """Run a program against a test suite in the chosen sandbox backend (``scoring``: the harness's own)."""
+        scoring: bool = False, budget: float | None = None) -> ExecutionResult:
+    """Run a program against a test suite in the chosen sandbox backend (``scoring``: the harness's own;
+    ``budget``: the whole run's seconds, besides each test's ``timeout``)."""
     with timed(SANDBOX):
-        return get_sandbox(backend, scoring=scoring).run(code, tests, timeout=timeout)
+        return get_sandbox(backend, scoring=scoring).run(code, tests, timeout=timeout, budget=budget)
 
 
-def run_public_tests(problem, code: str, *, timeout: float = 5.0, backend: str | None = None) -> ExecutionResult:
+def run_public_tests(problem, code: str, *, timeout: float = 5.0, backend: str | None = None,
+                     budget: float | None = None) -> ExecutionResult:
     """Run a program against a problem's public tests (the only tests a graph may use)."""
     from codeforest.problems import public_suite
 
-    return run(code, public_suite(problem), timeout=timeout, backend=backend)
+    return run(code, public_suite(problem), timeout=timeout, backend=backend, budget=budget)

@@ -24,7 +24,7 @@ scratch="$(mktemp -d /tmp/conformance-speed-XXXXXX)"
 
 codeforest recorder --log "$log" --misses "$scratch/misses.jsonl" --delay "$delay" --port 8096 \
     > "$scratch/recorder.log" 2>&1 & recorder=$!
-trap 'kill $recorder 2>/dev/null; wait' EXIT
+trap 'kill $recorder 2>/dev/null || true; wait' EXIT  # it is killed before the replay already
 until curl -sf http://127.0.0.1:8096/v1/models > /dev/null; do sleep 1; done
 
 started=$(date +%s.%N)
