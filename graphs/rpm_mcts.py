@@ -58,7 +58,13 @@ from codeforest.tools.knowledge import (
     embedder,
     open_knowledge,
 )
-from codeforest.tools.released_exec import RPM_LABEL, released_failures, results_text, with_imports
+from codeforest.tools.released_exec import (
+    RPM_LABEL,
+    released_failures,
+    released_program,
+    results_text,
+    with_imports,
+)
 from codeforest.tools.testing import feedback_text
 
 # the roles whose calls this graph makes (at some setting), besides the selector's
@@ -589,8 +595,9 @@ def holds_passing(node: NodeRecord) -> bool:
 
 def _run(problem: Problem, code: str, context: RpmContext, node_id: str) -> tuple[ExecutionResult, dict]:
     """Run a program on the public tests (``kit.run_program``); under ``rpm_results_text=released`` judged as the
-    released executor judges it, after its import lines. The node keeps the program as written."""
-    run = with_imports(code) if context.rpm_results_text == "released" else code
+    released executor judges it: what it reads as the program (a reply whose python block is never closed is the
+    text after its fence), after its import lines. The node keeps the program as written."""
+    run = with_imports(released_program(code)) if context.rpm_results_text == "released" else code
     result, tested = kit.run_program(problem, run, context, node_id)
     return result, {**tested, "code": code}
 

@@ -791,3 +791,16 @@ def test_the_released_editor_reads_yes_as_written():
     assert [edited("<edit>Yes</edit>Step 1: b"), edited("So <edit> yes </edit> Step 1: b\n"),
             edited("<edit>yes</edit>")] == [None, "So  Step 1: b", ""]
     assert [edited("<edit>Yes</edit>Step 1: b", False), edited("<edit>yes</edit>", False)] == ["b", None]
+
+
+def test_a_reply_with_an_unclosed_python_block_runs_as_the_released_executor_reads_it():
+    """The released RPM-MCTS keeps a reply whose ```python block is never closed whole; its executor runs the text
+    after the fence, which passes here. codeforest's own layout runs the reply as it is: a syntax error."""
+    from codeforest.graphs.rpm_mcts import RpmContext, _run
+
+    problem = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",
+               "entry_point": "inc", "public_tests": ["assert inc(1) == 2", "assert inc(5) == 6"]}
+    reply = "```python\ndef inc(x):\n    return x + 1"
+    released, _ = _run(problem, reply, RpmContext(rpm_results_text="released"), "n1")
+    own, tested = _run(problem, reply, RpmContext(), "n1")
+    assert (released.passed, own.passed) == (2, 0) and tested["code"] == reply
