@@ -44,8 +44,8 @@ def write_code(model: BaseChatModel, prompt: Prompt, problem: Problem, hint: str
 
 def program_reply(problem: Problem, raw: str, cost: dict) -> Reply[str]:
     """The runnable program in a code-writing reply; without a code block, the reply itself (counted)."""
-    code = extract_code(raw, problem.get("entry_point"))
-    return Reply(assemble_program(problem, own_program(problem, raw)), raw, cost, parsed=code is not None)
+    code = extract_code(raw, problem.get("entry_point"))  # None: the paper's fallback, the reply as it is
+    return Reply(assemble_program(problem, raw if code is None else code), raw, cost, parsed=code is not None)
 
 
 def own_program(problem: Problem, raw: str) -> str:

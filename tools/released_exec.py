@@ -245,10 +245,9 @@ def codetree_function_failures(program: str, tests: list[str], path: str, second
     shown: dict[int, str] = {}
     printing: list[tuple[int, dict]] = []
     for k, (test, ran) in enumerate(zip(tests, verdicts, strict=True)):
-        if not isinstance(ran, dict) or not ran or ran.get("timed_out"):
-            shown[k] = f"Program Timed Out after {seconds} seconds."
-        elif "raised" in ran:
-            shown[k] = ran["raised"]
+        unfinished = _unfinished_script(ran, seconds)
+        if unfinished is not None:
+            shown[k] = unfinished
         elif ran["returncode"] != 0:
             try:
                 call = _released_call(test, astunparse.unparse)
@@ -260,14 +259,18 @@ def codetree_function_failures(program: str, tests: list[str], path: str, second
     outputs = _replies(SCRIPT_RUNNER, "released_script", [r for _, r in printing],
                        len(printing) * (seconds + 5) + 10, backend) if printing else []
     for (k, _), ran in zip(printing, outputs, strict=True):
-        if not isinstance(ran, dict) or not ran or ran.get("timed_out"):
-            shown[k] = f"Program Timed Out after {seconds} seconds."
-        elif "raised" in ran:
-            shown[k] = ran["raised"]
-        else:
-            shown[k] = ran["stderr"] + ran["stdout"] if ran["stderr"] else ran["stdout"]
+        unfinished = _unfinished_script(ran, seconds)
+        shown[k] = unfinished if unfinished is not None else ran["stderr"] + ran["stdout"]
     return [f"{test} # incorrect program's output: {shown[k]}" if k in shown else None
             for k, test in enumerate(tests)]
+
+
+def _unfinished_script(ran, seconds: float) -> str | None:
+    """What the released function executor shows for a script run that did not exit: its time-out text, or the
+    error starting it raised; None for a run that exited."""
+    if not isinstance(ran, dict) or not ran or ran.get("timed_out"):
+        return f"Program Timed Out after {seconds} seconds."
+    return ran.get("raised")
 
 
 def _released_call(test: str, unparse) -> str:
