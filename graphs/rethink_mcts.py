@@ -244,13 +244,13 @@ def simulate(state: RolloutState, runtime: Runtime[RethinkContext], model: BaseC
     thoughts = search.state_text(nodes, state["path"], context.released_text)
     reply = solver.write_code(llm, kit.prompt(context, "solver_mcts"), problem, thoughts=thoughts)
     costs = [{**reply.cost, **kit.PROGRAM_RUN}]
-    released_join = context.rethink_feedback_layout == "released" and problem["kind"] == "function"
+    released_join = released_harness(problem, context)
     result, record = kit.run_program(problem, reply.value, context, leaf,
                                      budget=RELEASED_JOIN_S if released_join else None)
     record.update(kit.kept_reply(reply.raw, context.code_shown))
     shown = kit.shown_code(record, context.code_shown)
     v_test = result.pass_rate if result.total else 1.0
-    failed_texts = released_failed_tests(problem, reply.raw, result, context)
+    failed_texts = released_failed_tests(problem, reply.raw, result, context) if released_join else None
     if failed_texts and unfinished_in_join(result):
         v_test = 0.0
     record["verbal_feedback"], v_llm = "", None
@@ -529,14 +529,17 @@ def released_state(problem: Problem, nodes: dict, path: list[str], context: Reth
     return problem["prompt"] + search.state_text(nodes, path, context.released_text)
 
 
+def released_harness(problem: Problem, context: RethinkContext) -> bool:
+    """Whether a program's tests are judged as the released HumanEval executor judges them: a function problem under
+    the released feedback layout."""
+    return context.rethink_feedback_layout == "released" and problem["kind"] == "function"
+
+
 def released_failed_tests(problem: Problem, reply: str, result: ExecutionResult,
-                          context: RethinkContext) -> list[str] | None:
-    """The failing tests of a function problem's program as the released HumanEval executor reports them, under the
-    released layout (None otherwise: codeforest's texts): the first six failing asserts run again in the sandbox in
-    its harness (the program is the reply's first python block), or, for a run that executor would have stopped
-    waiting for, its 21 placeholders."""
-    if context.rethink_feedback_layout != "released" or problem["kind"] != "function":
-        return None
+                          context: RethinkContext) -> list[str]:
+    """The failing tests of a function problem's program as the released HumanEval executor reports them: the first
+    six failing asserts run again in the sandbox in its harness (the program is the reply's first python block), or,
+    for a run that executor would have stopped waiting for, its 21 placeholders."""
     return released_failed_texts(reply, result, problem["entry_point"], label=RETHINK_LABEL,
                                  limit=context.test_timeout, backend=context.sandbox, cap=MAX_FAILING_TESTS)
 
