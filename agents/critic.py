@@ -38,13 +38,22 @@ def _last_line(text: str) -> str:
 
 
 def parse_score(text: str) -> int | None:
-    """The final integer 0-5 of the last line; else the largest digit 0-5 in it (the released code's rule)."""
+    """The final integer 0-5 of the last line that is not blank; else the largest digit 0-5 in it."""
     last = _last_line(text).strip("*`. ")
     match = re.search(r"(?<!\d)([0-5])(?:\s*(?:/|out of)\s*5)?$", last)
     if match:
         return int(match.group(1))
     digits = [int(d) for d in re.findall(r"[0-5]", last)]
     return max(digits) if digits else None
+
+
+def parse_score_released(text: str) -> int | None:
+    """The released CodeTree's reading (``test_eval_parser``): the largest digit 0-5 anywhere in the reply's last
+    line, blank or not ("... is 125, not 1. The final score is 0." reads 5); None (its 0) when it holds none. (An
+    empty reply, which the released code cannot split, reads None too.)"""
+    lines = text.splitlines()
+    digits = re.findall(r"[0-5]", lines[-1]) if lines else []
+    return max(map(int, digits)) if digits else None
 
 
 def parse_verdict(text: str) -> bool | None:
@@ -81,10 +90,11 @@ def _judge(model, prompt: Prompt, task: str, problem: Problem, code: str, feedba
 
 @acts_as("critic")
 def score_tests(model: BaseChatModel, prompt: Prompt, problem: Problem, *, code: str, feedback: str,
-                structured: bool = False) -> Reply[int]:
-    """How close the failing outputs are to the expected ones, 0-5 (unreadable: 0)."""
-    return _judge(model, prompt, "score", problem, code, feedback, SCORE_SCHEMA, "score", parse_score,
-                  SCORE_FALLBACK, structured)
+                structured: bool = False, released: bool = False) -> Reply[int]:
+    """How close the failing outputs are to the expected ones, 0-5 (unreadable: 0); ``released``: a text reply
+    read as the released CodeTree reads it (``parse_score_released``)."""
+    return _judge(model, prompt, "score", problem, code, feedback, SCORE_SCHEMA, "score",
+                  parse_score_released if released else parse_score, SCORE_FALLBACK, structured)
 
 
 @acts_as("critic")

@@ -101,9 +101,11 @@ class CodeTreeContext(VerifierContext):
         "it lacks put first), or the program as the model wrote it, as the released code shows and runs it (its "
         "executor puts its own import lines first)."))
     codetree_parse: Literal["lines", "released"] = Field(default="lines", description=(
-        "How the Thinker's numbered strategies and reflections are read: 'lines', each line starting with its "
-        "number, stripped; 'released', the text after the first 'N.' anywhere on a line, as written (it also takes "
-        "'-1. The given...' inside a sentence for an item, as the released code does)."))
+        "How the Thinker's numbered strategies and reflections and the Critic's 0-5 score are read: 'lines', each "
+        "line starting with its number, stripped, and the score the last line ends with; 'released', the text after "
+        "the first 'N.' anywhere on a line, as written (it also takes '-1. The given...' inside a sentence for an "
+        "item, as the released code does), and the largest digit 0-5 anywhere in the reply's last line ('... is "
+        "125, not 1. The final score is 0.' scores 5)."))
     codetree_partial_credit: bool = Field(default=True, description=(
         "True: a failing node's value starts from the fraction of visible tests it passes (the paper's execution "
         "score); false: a standard-input problem's failing node starts from 0 whatever it passes, as in the released "
@@ -433,7 +435,8 @@ def judge_failure_score(state: CodeTreeState, context: CodeTreeContext, llm: Bas
     """The 0-5 score of a failing node: the Critic's, or round(5 · the Verifier's mean step score)."""
     if context.codetree_evaluator == "critic":
         return critic.score_tests(llm, kit.prompt(context, "critic"), state["problem"], code=shown_code(node),
-                                  feedback=node["feedback"], structured=context.structured_output)
+                                  feedback=node["feedback"], structured=context.structured_output,
+                                  released=context.codetree_parse == "released")
     scored = verify(codeprm.verifier(context, llm), state["problem"]["prompt"], chain(state["nodes"], node),
                     node["code"], node.get("prm_feedback", node["feedback"]))
     mean = codeprm.aggregate(scored.value, "mean")

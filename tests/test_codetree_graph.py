@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from codeforest.agents import critic
 from codeforest.graphs.codetree import CodeTreeContext, build_graph
 from tests.fakes import RespondingChatModel
 
@@ -115,6 +116,24 @@ def test_tree_exhausted_when_every_branch_is_aborted():
     out = run(script)
     assert script.roles == ["strategy", "solver", "score"]  # value 0 == parent 0 and depth 1 > score 0: abort
     assert out["stop_reason"] == "tree_exhausted" and out["final_node"] == "n1"
+
+
+@pytest.mark.parametrize("parse, value, stop", [("lines", 0.0, "tree_exhausted"), ("released", 2 / 15, "accepted")])
+def test_the_critic_score_is_the_last_lines_final_number_or_as_released_its_largest_digit(parse, value, stop):
+    """"Outputs 0, expected 2 and 6. The final score is 0.": 0 by its final number (value 0 == the parent's 0 at
+    depth 1 > 0: abort), 2 by the released rule, the largest digit 0-5 in the line (value 2/15 > 0: refine), as the
+    released run on APPS/84 read "... is 125, ... the final score is 0." as 5."""
+    script = RoleScript(strategy=["1. Add one to the argument."], solver=[code("0")],
+                        score=["Outputs 0, expected 2 and 6. The final score is 0."],
+                        reflection=["1. Return x plus one."], debugger=[code("x + 1")], verify=["Right.\nTrue"])
+    out = run(script, codetree_parse=parse)
+    assert out["nodes"]["n1"]["value"] == pytest.approx(value) and out["stop_reason"] == stop
+
+
+def test_the_released_score_reading_takes_the_last_line_as_split():
+    assert critic.parse_score_released("Close.\n4 out of 5") == 5 and critic.parse_score("Close.\n4 out of 5") == 4
+    assert critic.parse_score_released("Score: 3\n\n") is None and critic.parse_score("Score: 3\n\n") == 3
+    assert critic.parse_score_released("Wrong output 987.") is None and critic.parse_score_released("") is None
 
 
 def test_unreadable_replies_take_the_fallbacks_and_are_counted():

@@ -63,8 +63,9 @@ def belongs(key: str, problem: dict) -> bool:
 
 def released_depths(keys: list[str], replies: list[str], max_depth: int = 3) -> list[int]:
     """The depth of each program the released run wrote, in order, read from its calls by its own search rule
-    (``agent_guide``): a strategy or reflection list pushes its items on a stack (the first on top), a program call
-    pops the top, and an item deeper than ``max_depth`` is skipped without a call."""
+    (``agent_guide``): a strategy or reflection list pushes its items on a stack (the first on top; an empty
+    reflection makes no node), a program call pops the top, and an item deeper than ``max_depth`` is skipped without
+    a call."""
     stack: list[int] = []
     depths: list[int] = []
     current = 0
@@ -72,6 +73,8 @@ def released_depths(keys: list[str], replies: list[str], max_depth: int = 3) -> 
         kind = role(key)
         if kind.startswith("Thinker"):
             items = released_items(reply)
+            if kind != "Thinker (strategies)":
+                items = [item for item in items if item]
             depth = 1 if kind == "Thinker (strategies)" else current + 1
             stack += [depth] * len(items)
         elif kind in ("Solver", "Debugger"):
