@@ -13,14 +13,18 @@ declare -A checkouts=([codetree]="$codetree" [rpm_mcts]="${2:-}" [rethink_mcts]=
 methods=(codetree)
 for method in rpm_mcts rethink_mcts codeprm; do [ -n "${checkouts[$method]}" ] && methods+=("$method"); done
 
-# One KV cache per slot (8,192 tokens each) and a 2 GiB host prompt cache, as measurements/queue.sh: on the shared
-# (unified) cache each slot's attention runs over every slot's cells. An engine setting only: the recorder logs
-# whatever the model replies, and a replay answers from the log.
-engine='{"n_cache_reuse": 256, "cache_ram_mib": 2048, "kv_unified": false}'
+# One KV cache per slot and a 2 GiB host prompt cache, as measurements/queue.sh: on the shared (unified) cache each
+# slot's attention runs over every slot's cells. 16,384 tokens a slot: the released RethinkMCTS cuts a chat to 8,000
+# tiktoken tokens, which the embedded model's tokenizer can count as more than 8,192 (gpt-4o-mini, which it was
+# written for, takes 128k); a reply the request sets no max_tokens for (RPM-MCTS sets none) ends at 8,192 new tokens,
+# as on the 8,192-token slots before. Engine settings only: the recorder logs whatever the model replies, and a
+# replay answers from the log.
+engine='{"n_cache_reuse": 256, "cache_ram_mib": 2048, "kv_unified": false, "n_predict": 8192}'
 export CODEFOREST_LLAMA_SETTINGS="${CODEFOREST_LLAMA_SETTINGS:-$engine}"
 pids=()
 trap 'kill "${pids[@]}" "${server:-}" 2>/dev/null; wait' EXIT
-codeforest serve --model local --port "$port" --slots "${#methods[@]}" > /tmp/conformance-serve.log 2>&1 & server=$!
+codeforest serve --model local --port "$port" --slots "${#methods[@]}" --n-ctx 16384 \
+    > /tmp/conformance-serve.log 2>&1 & server=$!
 until curl -sf "http://127.0.0.1:$port/v1/models" > /dev/null; do
     kill -0 "$server" 2>/dev/null || { cat /tmp/conformance-serve.log >&2; exit 1; }; sleep 2
 done

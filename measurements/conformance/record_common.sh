@@ -11,8 +11,13 @@ wait_for() {  # URL PID LOG: until URL answers; the process ending first is an e
     done
 }
 
+# 16,384 tokens a request: the released RethinkMCTS cuts a chat to 8,000 tiktoken tokens, which the embedded model's
+# tokenizer can count as more than 8,192 (gpt-4o-mini, which it was written for, takes 128k). A reply the request
+# sets no max_tokens for ends at 8,192 new tokens, as on the 8,192-token slots before.
 if [ -z "$upstream" ]; then
-    codeforest serve --model local --port 8080 > "$out/serve.log" 2>&1 & pids+=($!)
+    engine='{"n_predict": 8192}'
+    CODEFOREST_LLAMA_SETTINGS="${CODEFOREST_LLAMA_SETTINGS:-$engine}" \
+        codeforest serve --model local --port 8080 --n-ctx 16384 > "$out/serve.log" 2>&1 & pids+=($!)
     upstream=http://127.0.0.1:8080/v1
     wait_for "$upstream/models" "${pids[-1]}" "$out/serve.log"
 fi
