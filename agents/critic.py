@@ -43,8 +43,7 @@ def parse_score(text: str) -> int | None:
     match = re.search(r"(?<!\d)([0-5])(?:\s*(?:/|out of)\s*5)?$", last)
     if match:
         return int(match.group(1))
-    digits = [int(d) for d in re.findall(r"[0-5]", last)]
-    return max(digits) if digits else None
+    return _largest_score_digit(last)
 
 
 def parse_score_released(text: str) -> int | None:
@@ -52,7 +51,11 @@ def parse_score_released(text: str) -> int | None:
     line, blank or not ("... is 125, not 1. The final score is 0." reads 5); None (its 0) when it holds none. (An
     empty reply, which the released code cannot split, reads None too.)"""
     lines = text.splitlines()
-    digits = re.findall(r"[0-5]", lines[-1]) if lines else []
+    return _largest_score_digit(lines[-1] if lines else "")
+
+
+def _largest_score_digit(line: str) -> int | None:
+    digits = re.findall(r"[0-5]", line)
     return max(map(int, digits)) if digits else None
 
 

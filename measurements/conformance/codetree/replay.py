@@ -72,10 +72,9 @@ def released_depths(keys: list[str], replies: list[str], max_depth: int = 3) -> 
     for key, reply in zip(keys, replies, strict=True):
         kind = role(key)
         if kind.startswith("Thinker"):
-            items = released_items(reply)
-            if kind != "Thinker (strategies)":
-                items = [item for item in items if item]
-            depth = 1 if kind == "Thinker (strategies)" else current + 1
+            strategies = kind == "Thinker (strategies)"
+            items = [item for item in released_items(reply) if item or strategies]
+            depth = 1 if strategies else current + 1
             stack += [depth] * len(items)
         elif kind in ("Solver", "Debugger"):
             while stack and stack[-1] > max_depth:
