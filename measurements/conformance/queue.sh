@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
-# Every conformance recording, then its replay, all on one model server: the four methods run side by side, each on
-# a slot of its own (the server answers as many requests at a time), and the README's table is rebuilt
-# at the end. Each step resumes where it stopped: rerun this script on a new machine and it continues. Usage:
+# Every conformance recording, then its replay, all on one model server: each method's datasets run side by side,
+# each on a slot of its own (the server answers as many requests at a time), and the README's table is rebuilt
+# at the end. Each step resumes where it stopped: rerun this script on a new machine and it continues (a dataset
+# whose last replay found its five problems whole is only replayed). Usage:
 #   measurements/conformance/queue.sh CODETREE_CHECKOUT [RPM_MCTS_CHECKOUT [RETHINKMCTS_CHECKOUT [CODEPRM_CHECKOUT]]]
 # (a checkout of each released repository at the commit the README names; see README.md). QUEUE_PORT (default 8080)
-# is the model server's port; each method's recorder listens on the next ports.
+# is the model server's port; each dataset's recorder listens on the next ports.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 codetree="${1:?the path of a CodeTree checkout}"
 port="${QUEUE_PORT:-8080}"
 declare -A checkouts=([codetree]="$codetree" [rpm_mcts]="${2:-}" [rethink_mcts]="${3:-}" [codeprm]="${4:-}")
-methods=(codetree)
-for method in rpm_mcts rethink_mcts codeprm; do [ -n "${checkouts[$method]}" ] && methods+=("$method"); done
+# A stream is one method's recording of one dataset: all of them run side by side, each on a slot of its own.
+streams=()
+for method in codetree rpm_mcts rethink_mcts codeprm; do
+    [ -n "${checkouts[$method]}" ] || continue
+    case "$method" in codetree|rethink_mcts) datasets=(humaneval apps) ;; codeprm) datasets=(apps humaneval) ;;
+                      rpm_mcts) datasets=(apps) ;; esac
+    for dataset in "${datasets[@]}"; do streams+=("$method:$dataset"); done
+done
 
 # One KV cache per slot and a 2 GiB host prompt cache, as measurements/queue.sh: on the shared (unified) cache each
 # slot's attention runs over every slot's cells. 16,384 tokens a slot: the released RethinkMCTS cuts a chat to 8,000
@@ -23,32 +30,43 @@ engine='{"n_cache_reuse": 256, "cache_ram_mib": 2048, "kv_unified": false, "n_pr
 export CODEFOREST_LLAMA_SETTINGS="${CODEFOREST_LLAMA_SETTINGS:-$engine}"
 pids=()
 trap 'kill "${pids[@]}" "${server:-}" 2>/dev/null; wait' EXIT
-codeforest serve --model local --port "$port" --slots "${#methods[@]}" --n-ctx 16384 \
+codeforest serve --model local --port "$port" --slots "${#streams[@]}" --n-ctx 16384 \
     > /tmp/conformance-serve.log 2>&1 & server=$!
 until curl -sf "http://127.0.0.1:$port/v1/models" > /dev/null; do
     kill -0 "$server" 2>/dev/null || { cat /tmp/conformance-serve.log >&2; exit 1; }; sleep 2
 done
 export RECORD_UPSTREAM="http://127.0.0.1:$port/v1"
 
-record_and_replay() {  # METHOD RECORDER_PORT: record then replay each of a method's datasets in turn
-    local method="$1" checkout="${checkouts[$1]}" dataset
-    export RECORD_PORT="$2"
-    case "$method" in codetree|rethink_mcts) datasets=(humaneval apps) ;; codeprm) datasets=(apps humaneval) ;;
-                      rpm_mcts) datasets=(apps) ;; esac
-    for dataset in "${datasets[@]}"; do
-        if [ "$method" = codetree ]; then
-            "$here/codetree/record.sh" "$checkout" "$dataset" || echo "codetree $dataset: the recording stopped ($?)" >&2
-        else
-            CONFORMANCE_DATASET="$dataset" "$here/$method/record.sh" "$checkout" \
-                || echo "$method $dataset: the recording stopped ($?)" >&2
-        fi
-        local replay=("$here/$method/replay.py" "$checkout")
-        [ "$method" = rpm_mcts ] || replay+=(--dataset "$dataset")
-        python "${replay[@]}" || echo "$method $dataset: replay failed" >&2
-    done
+whole() {  # METHOD DATASET: the last replay found all five problems recorded whole (a rerun would only repeat them)
+    python3 - "$here/$1/$2.replay.jsonl" <<'PY'
+import json, sys
+try:
+    rows = [json.loads(line) for line in open(sys.argv[1], encoding="utf-8")]
+except OSError:
+    sys.exit(1)
+sys.exit(0 if len(rows) >= 5 and all(row.get("recorded_whole") for row in rows) else 1)
+PY
 }
-for i in "${!methods[@]}"; do
-    record_and_replay "${methods[$i]}" $((port + 11 + i)) > "/tmp/conformance-${methods[$i]}.log" 2>&1 & pids+=($!)
+
+record_and_replay() {  # METHOD DATASET RECORDER_PORT: record (unless whole), then replay
+    local method="$1" dataset="$2" checkout="${checkouts[$1]}"
+    export RECORD_PORT="$3"
+    if whole "$method" "$dataset"; then
+        echo "$method $dataset: recorded whole; replaying only"
+    elif [ "$method" = codetree ]; then
+        "$here/codetree/record.sh" "$checkout" "$dataset" || echo "codetree $dataset: the recording stopped ($?)" >&2
+    else
+        CONFORMANCE_DATASET="$dataset" "$here/$method/record.sh" "$checkout" \
+            || echo "$method $dataset: the recording stopped ($?)" >&2
+    fi
+    local replay=("$here/$method/replay.py" "$checkout")
+    [ "$method" = rpm_mcts ] || replay+=(--dataset "$dataset")
+    python "${replay[@]}" || echo "$method $dataset: replay failed" >&2
+}
+for i in "${!streams[@]}"; do
+    stream="${streams[$i]}"
+    record_and_replay "${stream%%:*}" "${stream#*:}" $((port + 11 + i)) \
+        > "/tmp/conformance-${stream%%:*}-${stream#*:}.log" 2>&1 & pids+=($!)
 done
 wait "${pids[@]}"
 kill "$server"; wait "$server" 2>/dev/null

@@ -47,6 +47,8 @@ case "$out" in *CodePRM*) echo "CONFORMANCE_OUT must not contain 'CodePRM'" >&2;
 # of local models, the trained PRM and plotting are shimmed (shims/). tiktoken's cl100k_base file, which tiktoken
 # downloads on first use from a host this machine cannot reach, is taken from the LiteLLM wheel on PyPI, which ships
 # that very file; tiktoken checks its hash.
+mkdir -p "$(dirname "$venv")"
+exec 9> "$venv.lock"; flock 9  # queue.sh records a method's datasets side by side: one sets the environment up at a time
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/pip" install -q "openai>=1.40" "tiktoken>=0.7" "numpy>=1.26" "jsonlines>=4.0" "astunparse>=1.6.3" \
     "tqdm>=4.66"
@@ -70,6 +72,7 @@ PY
 fi
 export TIKTOKEN_CACHE_DIR="$tok"
 "$venv/bin/python" -c "import tiktoken; tiktoken.get_encoding('cl100k_base')"  # offline: fails if the file is wrong
+flock -u 9
 
 # A fresh copy of the checkout each run (without its git folder and the trained PRM adapters, which this run does not
 # load), holding the problems in the format the released code reads for function problems: its HumanEval handler

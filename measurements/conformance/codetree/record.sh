@@ -41,8 +41,11 @@ plus="$(ls "${CODEFOREST_CACHE:-$HOME/.cache/codeforest}"/data/HumanEvalPlus-*.j
 
 # The released requirements pin openai==0.28, whose module has no OpenAI class, which the code calls; the 1.x
 # client is what it runs with. vllm, transformers and datasets are shimmed (shims/); torch is never imported.
+mkdir -p "$(dirname "$venv")"
+exec 9> "$venv.lock"; flock 9  # queue.sh records both datasets side by side: one sets the environment up at a time
 [ -x "$venv/bin/python" ] || { python3 -m venv "$venv" && "$venv/bin/pip" install -q "openai>=1.40" \
     "tenacity>=8.2" "astunparse>=1.6" "jsonlines>=2.0" "numpy>=1.26" "httpx>=0.27"; }
+flock -u 9
 
 mkdir -p "$out"
 python3 - "$source_file" "$ids" "$out/$subset" <<'PY'

@@ -44,6 +44,8 @@ case "$out" in *RethinkMCTS*) echo "CONFORMANCE_OUT must not contain 'RethinkMCT
 # only hold token ids in lists. tiktoken's cl100k_base file, which tiktoken downloads on first use from a host this
 # machine cannot reach, is taken from the LiteLLM wheel on PyPI, which ships that very file; tiktoken checks its hash.
 # astroid stays below 4, whose AstroidBuilder needs a manager argument the released LDB debugger does not pass.
+mkdir -p "$(dirname "$venv")"
+exec 9> "$venv.lock"; flock 9  # queue.sh records a method's datasets side by side: one sets the environment up at a time
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/pip" install -q "openai>=1.40" "tiktoken>=0.7" "numpy>=1.26" "jsonlines>=4.0" "astunparse>=1.6.3" \
     "astroid>=3.0,<4" "astor>=0.8.1" "tqdm>=4.66"
@@ -67,6 +69,7 @@ PY
 fi
 export TIKTOKEN_CACHE_DIR="$tok"
 "$venv/bin/python" -c "import tiktoken; tiktoken.get_encoding('cl100k_base')"  # offline: fails if the file is wrong
+flock -u 9
 
 # A fresh copy of the checkout each run, so every problem is solved again (the released code skips a problem whose
 # result file exists; the recorder answers the calls it has), with the problems in the released format: its
