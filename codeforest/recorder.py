@@ -140,8 +140,14 @@ class Recorder(LocalServer):
         import httpx
 
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        response = httpx.post(self.upstream.rstrip("/") + "/chat/completions", json=body, headers=headers,
-                              timeout=self.timeout)
+        try:
+            response = httpx.post(self.upstream.rstrip("/") + "/chat/completions", json=body, headers=headers,
+                                  timeout=self.timeout)
+        except httpx.TimeoutException:
+            return 504, {"error": {"message": f"the model endpoint gave no reply within {self.timeout:g} s "
+                                              "(codeforest recorder --timeout); nothing was recorded"}}
+        except httpx.HTTPError as error:
+            return 502, {"error": {"message": f"the model endpoint could not be reached: {error}"}}
         try:
             return response.status_code, response.json()
         except ValueError:

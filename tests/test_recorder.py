@@ -57,6 +57,18 @@ def test_a_prompt_asked_again_gets_its_recorded_replies_in_order_and_a_miss_is_l
     assert [hit for _, hit in replay.trace] == [True, True, False, False]
 
 
+def test_a_reply_later_than_the_timeout_is_answered_504_and_not_recorded(tmp_path):
+    log = tmp_path / "calls.jsonl"
+    with ScriptedEndpoint(["late", "in time"], delay=1.0) as model, \
+            Recorder(log, upstream=model.url, timeout=0.3) as recorder:
+        late = ask(recorder.url, "write f")
+        recorder.timeout = 10.0
+        again = ask(recorder.url, "write f")
+    assert late.status_code == 504 and "no reply within 0.3 s" in late.json()["error"]["message"]
+    assert again.json()["choices"][0]["message"]["content"] == "in time"
+    assert [record["response"]["choices"][0]["message"]["content"] for record in read_records(log)[0]] == ["in time"]
+
+
 def test_a_recording_stopped_half_way_resumes_from_its_log(tmp_path):
     log = tmp_path / "calls.jsonl"
     with ScriptedEndpoint(["first"]) as model, Recorder(log, upstream=model.url) as recorder:

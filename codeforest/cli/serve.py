@@ -32,6 +32,8 @@ def register(sub) -> None:
     recorder.add_argument("--misses", help="replay: where misses go (default: LOG's name + .misses.jsonl)")
     recorder.add_argument("--delay", type=float, default=0.0, help="seconds before each reply (a fixed model time)")
     recorder.add_argument("--port", type=int, default=8090, help="port on 127.0.0.1 (0 = any free port)")
+    recorder.add_argument("--timeout", type=float, default=3600.0,
+                          help="record: seconds to wait for the model's reply (a late one is answered 504, not logged)")
     recorder.set_defaults(func=cmd_recorder)
 
 
@@ -64,7 +66,7 @@ def cmd_recorder(args: argparse.Namespace) -> int:
 
     key = os.environ.get(args.api_key_env) if args.api_key_env else None
     with Recorder(args.log, upstream=args.upstream, api_key=key, misses=args.misses, delay=args.delay,
-                  port=args.port) as recorder:
+                  port=args.port, timeout=args.timeout) as recorder:
         mode = f"recording calls to {args.upstream} into" if args.upstream else \
             f"replaying {sum(map(len, recorder.replies.values()))} recorded replies from"
         err.print(f"Serving at [bold]{recorder.url}[/bold], {mode} {args.log}; Ctrl-C stops it.")

@@ -23,10 +23,11 @@ done
 # One KV cache per slot and a 2 GiB host prompt cache, as measurements/queue.sh: on the shared (unified) cache each
 # slot's attention runs over every slot's cells. 16,384 tokens a slot: the released RethinkMCTS cuts a chat to 8,000
 # tiktoken tokens, which the embedded model's tokenizer can count as more than 8,192 (gpt-4o-mini, which it was
-# written for, takes 128k); a reply the request sets no max_tokens for (RPM-MCTS sets none) ends at 8,192 new tokens,
-# as on the 8,192-token slots before. Engine settings only: the recorder logs whatever the model replies, and a
-# replay answers from the log.
-engine='{"n_cache_reuse": 256, "cache_ram_mib": 2048, "kv_unified": false, "n_predict": 8192}'
+# written for, takes 128k). A reply the request sets no max_tokens for (RPM-MCTS and RethinkMCTS's LDB chat set none)
+# ends at 3,072 new tokens: every longer such reply repeated itself, and one took more than the hour the released
+# clients and the recorder wait, so it was asked again without end (see README.md). Engine settings
+# only: the recorder logs whatever the model replies, and a replay answers from the log.
+engine='{"n_cache_reuse": 256, "cache_ram_mib": 2048, "kv_unified": false, "n_predict": 3072}'
 export CODEFOREST_LLAMA_SETTINGS="${CODEFOREST_LLAMA_SETTINGS:-$engine}"
 pids=()
 trap 'kill "${pids[@]}" "${server:-}" 2>/dev/null; wait' EXIT

@@ -13,9 +13,9 @@ wait_for() {  # URL PID LOG: until URL answers; the process ending first is an e
 
 # 16,384 tokens a request: the released RethinkMCTS cuts a chat to 8,000 tiktoken tokens, which the embedded model's
 # tokenizer can count as more than 8,192 (gpt-4o-mini, which it was written for, takes 128k). A reply the request
-# sets no max_tokens for ends at 8,192 new tokens, as on the 8,192-token slots before.
+# sets no max_tokens for ends at 3,072 new tokens (see queue.sh).
 if [ -z "$upstream" ]; then
-    engine='{"n_predict": 8192}'
+    engine='{"n_predict": 3072}'
     CODEFOREST_LLAMA_SETTINGS="${CODEFOREST_LLAMA_SETTINGS:-$engine}" \
         codeforest serve --model local --port 8080 --n-ctx 16384 > "$out/serve.log" 2>&1 & pids+=($!)
     upstream=http://127.0.0.1:8080/v1
