@@ -6,9 +6,9 @@
 # CONFORMANCE_DATASET=humaneval, the first five HumanEval ones (humaneval164, its asserts as public tests). Needs codeforest
 # installed with the [local] extra (`codeforest` on PATH), curl, and PyPI (for the released code's own environment,
 # $CONFORMANCE_VENV, default ~/.cache/codeforest/conformance/codeprm-venv). The run folder is $CONFORMANCE_OUT
-# (default /tmp/codeprm-run). Rerunning resumes: the recorder answers what its log already holds, and every run goes
-# through all the problems again. The released code runs the programs it generates in its own (forked) processes,
-# as it was written to: run this in a throwaway machine or container.
+# (default /tmp/codeprm-run). Rerunning resumes: the recorder answers what its log already holds, and a run goes
+# through the problems whose final program is not logged yet. The released code runs the programs it generates in
+# its own (forked) processes, as it was written to: run this in a throwaway machine or container.
 #
 # For plumbing checks without the model: RECORD_UPSTREAM=URL (an OpenAI-compatible /v1 base) is used instead of
 # starting `codeforest serve`; RECORD_PORT (default 8090) is the recorder's port; RECORD_LOG and RECORD_FINALS
@@ -119,12 +119,17 @@ source "$here/../record_common.sh"  # the model server and the recorder
 # `--verify_pos_mode llm`). `--save`: each problem's result folder (run.py empties it at start: -eid 2 reruns).
 # Standard input is /dev/null: the released executor runs the generated programs in forked children of this process,
 # and a program reading input() would otherwise wait on the terminal until the released 10 s join kills it.
+# A problem whose final program is logged is whole and is not run again: on its own replies a rerun can still take
+# another path, since the released executor races a test's own 10 s alarm against its 10 s wait for the run (under
+# load the alarm can win: "TIMEOUT" for that test instead of 21 "No result got!"), and a new path's calls would mix
+# into the problem's recording.
 cd "$run"
 : > "$out/released.log"
-: > "$finals"
+touch "$finals"
 failed=()
 for id in ${ids//,/ }; do
     n="${id#*/}"
+    if grep -q "\"task_id\": \"$id\"" "$finals"; then echo "$id: recorded whole (its final program is logged)"; continue; fi
     OPENAI_BASE_URL="http://127.0.0.1:$port/v1" "$venv/bin/python" -u "$here/shims/run_released.py" run.py \
         --dataset humaneval -m CodePRMMCTS -eid 2 --rollout "$rollouts" --prm_model_name gpt4o-mini \
         --index "$n" --save "$out/results/$n" "${extra[@]}" < /dev/null 2>&1 | tee "$out/logs/$n.log" \
