@@ -6,8 +6,8 @@
 # Needs codeforest installed with the [local] extra (for `codeforest serve`), curl, and PyPI (for the released
 # code's own environment, $CONFORMANCE_VENV, default ~/.cache/codeforest/conformance/rethink-mcts-venv). The run
 # folder is $CONFORMANCE_OUT (default /tmp/rethink-mcts-run). Rerunning resumes: the recorder answers what its log
-# already holds. The released code runs the programs it generates in its own process, as it was written to: run
-# this in a throwaway machine or container.
+# already holds, and a problem whose final program is logged is not run again. The released code runs the programs
+# it generates in its own process, as it was written to: run this in a throwaway machine or container.
 # Other settings, for a dry run of the plumbing: RECORD_UPSTREAM=URL (an OpenAI-compatible /v1 base already
 # serving) records from it instead of starting `codeforest serve`; RECORD_PORT (default 8090) is the recorder's port;
 # CONFORMANCE_LOG and CONFORMANCE_FINALS (default: beside this script) are where the calls and the final programs
@@ -71,8 +71,8 @@ export TIKTOKEN_CACHE_DIR="$tok"
 "$venv/bin/python" -c "import tiktoken; tiktoken.get_encoding('cl100k_base')"  # offline: fails if the file is wrong
 flock -u 9
 
-# A fresh copy of the checkout each run, so every problem is solved again (the released code skips a problem whose
-# result file exists; the recorder answers the calls it has), with the problems in the released format: its
+# A fresh copy of the checkout each run, so every problem not yet whole is solved again (the released code skips a
+# problem whose result file exists; the recorder answers the calls it has), with the problems in the released format: its
 # processed.jsonl rows carry prompt, entry_point, given_tests (public) and test (private, ending in a call of
 # check), which here come from the papers' HumanEval file.
 run="$out/RethinkMCTS"
@@ -94,34 +94,35 @@ PY
 source "$here/../record_common.sh"  # the model server and the recorder
 
 # Each problem in its own process, as run.py does with --index (its default is all 164 in one process; no search
-# state is carried from one problem to the next there either). Every search setting is run.py's default.
+# state is carried from one problem to the next there either). Every search setting is run.py's default. A problem
+# whose final program is logged is whole and is not run again: on its own replies a rerun can take another path (the
+# released executor races a test's own 10 s alarm against its 10 s wait for the run; see README.md, CodePRM).
 cd "$run"
 : > "$out/released.log"
+mkdir -p "$out/logs"
+touch "$finals"
 failed=()
 for id in ${ids//,/ }; do
+    n="${id#*/}"
+    if grep -q "\"task_id\": \"$id\"" "$finals"; then echo "$id: recorded whole (its final program is logged)"; continue; fi
     PATH="$venv/bin:$PATH" OPENAI_BASE_URL="http://127.0.0.1:$port/v1" OPENAI_API_KEY=recorded \
-        "$venv/bin/python" "$here/shims/run_released.py" run.py --index "${id#*/}" 2>&1 \
-        | tee -a "$out/released.log" || failed+=("$id")
-done
-
-python3 - "$run/results/humaneval/Experiment_0" "$ids" "$finals" "$out/released.log" <<'PY'
+        "$venv/bin/python" "$here/shims/run_released.py" run.py --index "$n" 2>&1 \
+        | tee "$out/logs/$n.log" | tee -a "$out/released.log" || failed+=("$id")
+    # the final program (the released argmax of train rewards) and the path each rollout selected (chance-node
+    # positions from the root), as the released run prints it
+    python3 - "$run/results/humaneval/Experiment_0/$n.json" "$id" "$out/logs/$n.log" "$finals" <<'PY' || failed+=("$id")
 import json, os, re, sys
-results, ids, target, output = sys.argv[1], sys.argv[2].split(","), sys.argv[3], sys.argv[4]
-# the path each rollout selected (chance-node positions from the root), as the released run prints it
-parts = re.split(r"^Solving Problem #(\d+)$", open(output, errors="replace").read(), flags=re.M)
-prefix = ids[0].split("/")[0]  # the released run prints the number only
-selections = {f"{prefix}/{n}": re.findall(r"^selection_\d+: \n(root.*)$", text, flags=re.M)
-              for n, text in zip(parts[1::2], parts[2::2])}
-with open(target, "w") as f:
-    for task_id in ids:
-        path = os.path.join(results, task_id.split("/")[1] + ".json")
-        if not os.path.exists(path):
-            print(f"{task_id}: no result", file=sys.stderr)
-            continue
-        result = json.load(open(path))
-        best = max(range(len(result["train rewards"])), key=result["train rewards"].__getitem__)  # its argmax
-        f.write(json.dumps({"task_id": task_id, "program": result["codes"], "train_reward": result["train rewards"][best],
-                            "test_reward": result["rewards"][best], "programs": len(result["rewards"]),
-                            "selections": selections.get(task_id, [])}) + "\n")
+path, task_id, output, target = sys.argv[1:]
+if not os.path.exists(path):
+    sys.exit(f"{task_id}: no result")
+result = json.load(open(path))
+best = max(range(len(result["train rewards"])), key=result["train rewards"].__getitem__)  # its argmax
+selections = re.findall(r"^selection_\d+: \n(root.*)$", open(output, errors="replace").read(), flags=re.M)
+with open(target, "a") as f:
+    f.write(json.dumps({"task_id": task_id, "program": result["codes"], "train_reward": result["train rewards"][best],
+                        "test_reward": result["rewards"][best], "programs": len(result["rewards"]),
+                        "selections": selections}) + "\n")
+print(f"{task_id}: final program logged")
 PY
+done
 [ ${#failed[@]} -eq 0 ] || { echo "the released code failed on: ${failed[*]}" >&2; exit 1; }
