@@ -5,7 +5,7 @@
 # whose last replay found its five problems whole is only replayed). Usage:
 #   measurements/conformance/queue.sh CODETREE_CHECKOUT [RPM_MCTS_CHECKOUT [RETHINKMCTS_CHECKOUT [CODEPRM_CHECKOUT]]]
 # (a checkout of each released repository at the commit the README names; see README.md). QUEUE_PORT (default 8080)
-# is the model server's port; each dataset's recorder listens on the next ports.
+# is the model server's port; each dataset's recorder listens on QUEUE_PORT+100 and on (clear of speed.sh's 8096-8097).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 codetree="${1:?the path of a CodeTree checkout}"
@@ -66,7 +66,7 @@ record_and_replay() {  # METHOD DATASET RECORDER_PORT: record (unless whole), th
 }
 for i in "${!streams[@]}"; do
     stream="${streams[$i]}"
-    record_and_replay "${stream%%:*}" "${stream#*:}" $((port + 11 + i)) \
+    record_and_replay "${stream%%:*}" "${stream#*:}" $((port + 100 + i)) \
         > "/tmp/conformance-${stream%%:*}-${stream#*:}.log" 2>&1 & pids+=($!)
 done
 wait "${pids[@]}"

@@ -22,6 +22,8 @@ delay="${DELAY:-1}"
 name="$(basename "$log" .calls.jsonl)"
 scratch="$(mktemp -d /tmp/conformance-speed-XXXXXX)"
 
+# another recorder there would answer this run's calls (record_common.sh checks the released run's 8097)
+if curl -sf http://127.0.0.1:8096/v1/models > /dev/null; then echo "port 8096 is in use" >&2; exit 2; fi
 codeforest recorder --log "$log" --misses "$scratch/misses.jsonl" --delay "$delay" --port 8096 \
     > "$scratch/recorder.log" 2>&1 & recorder=$!
 trap 'kill $recorder 2>/dev/null || true; wait' EXIT  # it is killed before the replay already
