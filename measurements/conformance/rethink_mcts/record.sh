@@ -72,8 +72,8 @@ export TIKTOKEN_CACHE_DIR="$tok"
 flock -u 9
 
 # A fresh copy of the checkout each run, so every problem not yet whole is solved again (the released code skips a
-# problem whose result file exists; the recorder answers the calls it has), with the problems in the released format: its
-# processed.jsonl rows carry prompt, entry_point, given_tests (public) and test (private, ending in a call of
+# problem whose result file exists; the recorder answers the calls it has), with the problems in the released
+# format: its processed.jsonl rows carry prompt, entry_point, given_tests (public) and test (private, ending in a call of
 # check), which here come from the papers' HumanEval file.
 run="$out/RethinkMCTS"
 mkdir -p "$out"
