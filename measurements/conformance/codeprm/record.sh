@@ -119,10 +119,7 @@ source "$here/../record_common.sh"  # the model server and the recorder
 # `--verify_pos_mode llm`). `--save`: each problem's result folder (run.py empties it at start: -eid 2 reruns).
 # Standard input is /dev/null: the released executor runs the generated programs in forked children of this process,
 # and a program reading input() would otherwise wait on the terminal until the released 10 s join kills it.
-# A problem whose final program is logged is whole and is not run again: on its own replies a rerun can still take
-# another path, since the released executor races a test's own 10 s alarm against its 10 s wait for the run (under
-# load the alarm can win: "TIMEOUT" for that test instead of 21 "No result got!"), and a new path's calls would mix
-# into the problem's recording.
+# A problem whose final program is logged is whole and is not run again (a rerun would only spend its test runs).
 cd "$run"
 : > "$out/released.log"
 touch "$finals"

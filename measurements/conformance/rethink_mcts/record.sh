@@ -95,8 +95,7 @@ source "$here/../record_common.sh"  # the model server and the recorder
 
 # Each problem in its own process, as run.py does with --index (its default is all 164 in one process; no search
 # state is carried from one problem to the next there either). Every search setting is run.py's default. A problem
-# whose final program is logged is whole and is not run again: on its own replies a rerun can take another path (the
-# released executor races a test's own 10 s alarm against its 10 s wait for the run; see README.md, CodePRM).
+# whose final program is logged is whole and is not run again (a rerun would only spend its test runs).
 cd "$run"
 : > "$out/released.log"
 mkdir -p "$out/logs"
