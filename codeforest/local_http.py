@@ -4,6 +4,8 @@ that answers JSON quietly and a server that starts in a thread and stops with it
 from __future__ import annotations
 
 import json
+import select
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -22,6 +24,14 @@ class JsonHandler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up waiting
+
+    def client_gone(self) -> bool:
+        """Whether the client has closed its connection (it stopped waiting for the reply)."""
+        readable, _, _ = select.select([self.connection], [], [], 0)
+        try:
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
 
     def log_message(self, *args):
         pass

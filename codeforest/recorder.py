@@ -14,6 +14,7 @@ import json
 import threading
 import time
 from collections import defaultdict, deque
+from collections.abc import Callable
 from pathlib import Path
 
 from codeforest.jsonl import append_record, read_records
@@ -105,14 +106,16 @@ class Recorder(LocalServer):
                 if body.get("stream"):
                     return self.send_json(400, {"error": {"message": "the recorder answers whole replies only "
                                                                      "(stream=false)"}})
-                status, payload = recorder.answer(body)
+                status, payload = recorder.answer(body, client_gone=self.client_gone)
                 time.sleep(recorder.delay)
                 self.send_json(status, payload)
 
         self.serve(Handler, port)
 
-    def answer(self, body: dict) -> tuple[int, dict]:
-        """The HTTP status and JSON body for one chat completion request."""
+    def answer(self, body: dict, client_gone: Callable[[], bool] = lambda: False) -> tuple[int, dict]:
+        """The HTTP status and JSON body for one chat completion request. A reply that comes after its client
+        stopped waiting is not recorded: the client asks again, and a log holding both replies would answer the
+        second asking with the first, which that client never saw."""
         key = replay_key(body)
         with self._lock:
             queue = self.replies.get(key)
@@ -127,7 +130,7 @@ class Recorder(LocalServer):
                                             "used_up": key in self.replies})
         if self.upstream is not None:
             status, response = self._forward(body)
-            if status == 200:
+            if status == 200 and not client_gone():
                 with self._lock:
                     append_record(self.log, {"key": key, "request": _portable(body), "response": _portable(response)})
                     self.answered += 1

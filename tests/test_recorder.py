@@ -69,6 +69,17 @@ def test_a_reply_later_than_the_timeout_is_answered_504_and_not_recorded(tmp_pat
     assert [record["response"]["choices"][0]["message"]["content"] for record in read_records(log)[0]] == ["in time"]
 
 
+def test_a_reply_that_comes_after_its_client_stopped_waiting_is_not_recorded(tmp_path):
+    log = tmp_path / "calls.jsonl"
+    with ScriptedEndpoint(["late", "in time"], delay=1.0) as model, Recorder(log, upstream=model.url) as recorder:
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(recorder.url + "/chat/completions", timeout=0.3,
+                       json={"model": "m", "messages": [{"role": "user", "content": "write f"}]})
+        again = ask(recorder.url, "write f")  # asked again, as a client does after its time-out
+    assert again.json()["choices"][0]["message"]["content"] == "in time" and len(model.requests) == 2
+    assert [record["response"]["choices"][0]["message"]["content"] for record in read_records(log)[0]] == ["in time"]
+
+
 def test_a_recording_stopped_half_way_resumes_from_its_log(tmp_path):
     log = tmp_path / "calls.jsonl"
     with ScriptedEndpoint(["first"]) as model, Recorder(log, upstream=model.url) as recorder:
