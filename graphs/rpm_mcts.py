@@ -404,7 +404,8 @@ def expand(state: RpmState, runtime: Runtime[RpmContext], model: BaseChatModel |
         else:
             k = knowledge.reward(text + "\n" + query, state["topic"]) if knowledge else 0.0
             judged = critic.score_steps(_sampled(llm, context, problem, leaf, state["rollouts"], "critic", j),
-                                        kit.prompt(context, "critic_rpm"), text, steps=judged_steps)
+                                        kit.prompt(context, "critic_rpm"), text.strip() if released else text,
+                                        steps=judged_steps)  # the released critic reads the problem stripped
             costs.append(judged.cost)
             score = judged.value
         child = kit.new_node(base + j, parent=nodes[leaf], kind="step", text=proposals[i], kb_reward=k,

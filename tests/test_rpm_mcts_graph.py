@@ -607,6 +607,19 @@ def test_the_released_layout_and_step_extractor_write_the_prompts_as_released():
     assert [n["text"] for n in out["nodes"].values() if n.get("grafted")] == ["Return the sum."]
 
 
+@pytest.mark.parametrize("layout, shown", [("released", "Problem:\ndef inc(x):"),
+                                           ("codeforest", "Problem:\n\ndef inc(x):")])
+def test_the_released_step_critic_reads_the_problem_stripped(layout, shown):
+    """The released critic formats the problem stripped (``x.strip()``); every other prompt shows it as it is. A
+    HumanEval prompt can start with a line break (HumanEval/159 does)."""
+    problem = {**PROBLEM, "prompt": "\n" + PROBLEM["prompt"]}
+    script = Script(next=["Next step: Add one."], critic=["<score>8</score>"], roll=["Step 1: Add one."],
+                    code=[code("x + 1")], evaluate=["<evaluation>10</evaluation>"])
+    run(script, "", problem=problem, rpm_kb=False, rpm_filter=False, rpm_width=1, rpm_rollouts=1, rpm_layout=layout)
+    assert shown in script.prompts["critic"][0]
+    assert "\n\ndef inc(x):" in script.prompts["next"][0]
+
+
 def test_the_released_layout_reads_each_proposal_as_the_released_code_does():
     """rpm_layout=released: a proposal keeps its line breaks (in the next 'History i:' block, the child's text and
     the roll-out's path); an unreadable one is a blank history entry and a child with no step; a '1.' numbering

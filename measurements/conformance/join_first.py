@@ -3,10 +3,10 @@
 
 That executor runs a program's tests in a child process and waits 10 s for the whole run (``p.join(timeout=10)``),
 while each test also has 10 s of its own (an alarm in the child, the module's ``timeout``). With both at 10 s a test
-out of time reads at random as "TIMEOUT" (the alarm first) or as 21 "No result got!" failures (the wait first): 2 of
-4 runs each of one such program on a quiet machine, so a rerun on the same replies could take another path. With
-11 s the wait always ends first, as its start before the first test's means it should. The limit is set when the
-module is first imported, whoever imports it: importing it early would change the released import order (its
+out of time reads at random as "TIMEOUT" (the alarm first) or as 21 "No result got!" failures (the wait first): 3 of
+14 runs of one such program on this machine read "TIMEOUT", so a rerun on the same replies could take another path.
+With 11 s the wait always ends first, as its start before the first test's means it should. The limit is set when
+the module is first imported, whoever imports it: importing it early would change the released import order (its
 package and its models import each other)."""
 
 import importlib.abc

@@ -15,8 +15,8 @@ declare -A checkouts=([codetree]="$codetree" [rpm_mcts]="${2:-}" [rethink_mcts]=
 streams=()
 for method in codetree rpm_mcts rethink_mcts codeprm; do
     [ -n "${checkouts[$method]}" ] || continue
-    case "$method" in codetree|rethink_mcts) datasets=(humaneval apps) ;; codeprm) datasets=(apps humaneval) ;;
-                      rpm_mcts) datasets=(apps) ;; esac
+    case "$method" in codetree|rethink_mcts) datasets=(humaneval apps) ;; codeprm|rpm_mcts) datasets=(apps humaneval) ;;
+    esac
     for dataset in "${datasets[@]}"; do streams+=("$method:$dataset"); done
 done
 
@@ -60,9 +60,7 @@ record_and_replay() {  # METHOD DATASET RECORDER_PORT: record (unless whole), th
         CONFORMANCE_DATASET="$dataset" "$here/$method/record.sh" "$checkout" \
             || echo "$method $dataset: the recording stopped ($?)" >&2
     fi
-    local replay=("$here/$method/replay.py" "$checkout")
-    [ "$method" = rpm_mcts ] || replay+=(--dataset "$dataset")
-    python "${replay[@]}" || echo "$method $dataset: replay failed" >&2
+    python "$here/$method/replay.py" "$checkout" --dataset "$dataset" || echo "$method $dataset: replay failed" >&2
 }
 for i in "${!streams[@]}"; do
     stream="${streams[$i]}"

@@ -1,26 +1,37 @@
 #!/usr/bin/env bash
-# Record the released RPM-MCTS (codellm12842/RPM-MCTS @ 9189885) on apps_introductory150 problems through
-# `codeforest recorder`, with the embedded model codeforest uses. Usage:
+# Record the released RPM-MCTS (codellm12842/RPM-MCTS @ 9189885) on apps_introductory150 problems (or, with
+# CONFORMANCE_DATASET=humaneval, humaneval164 ones) through `codeforest recorder`, with the embedded model codeforest
+# uses. Usage:
 #   measurements/conformance/rpm_mcts/record.sh /path/to/RPM-MCTS-checkout [APPS/4382,APPS/4343,...]
 # Needs codeforest installed with the [local] extra (`codeforest` on PATH). The released code's own environment goes
 # to $CONFORMANCE_VENV (default ~/.cache/codeforest/conformance/rpm-mcts-venv); its run folder to $CONFORMANCE_OUT
-# (default /tmp/rpm-mcts-run). Rerunning resumes: the recorder answers what its log already holds, and every run
+# (default /tmp/rpm-mcts-run-DATASET). Rerunning resumes: the recorder answers what its log already holds, and every run
 # goes through all the problems again. The released code runs the programs it generates in its own process, as it
 # was written to: run this in a throwaway machine or container.
 #
 # For plumbing checks without the model: RECORD_UPSTREAM=URL (an OpenAI-compatible /v1 base) is used instead of
 # starting `codeforest serve`; RECORD_PORT (default 8090) is the recorder's port; RECORD_LOG and RECORD_FINALS
-# (default: apps.calls.jsonl and apps.finals.jsonl beside this script) are where the calls and the final programs go.
+# (default: DATASET.calls.jsonl and DATASET.finals.jsonl beside this script, DATASET apps or humaneval) are where the
+# calls and the final programs go.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 checkout="$(cd "${1:?the path of an RPM-MCTS checkout}" && pwd)"
-# The first 5 of the dev sample: select_tasks(load_dataset('apps_introductory150'), sample=20, seed=5)[:5]
-ids="${2:-APPS/4382,APPS/4343,APPS/4073,APPS/4688,APPS/4021}"
+dataset="${CONFORMANCE_DATASET:-apps}"
+# The first 5 of the dev sample: select_tasks(load_dataset(NAME), sample=20, seed=5)[:5]. The released run_all.py
+# names a dataset for its log folder only (its rows come from the shimmed get_dataset_path).
+case "$dataset" in
+    apps) name=apps_introductory150; released_name=apps_introductory150
+          default_ids="APPS/4382,APPS/4343,APPS/4073,APPS/4688,APPS/4021" ;;
+    humaneval) name=humaneval164; released_name=human-eval-plus
+               default_ids="HumanEval/159,HumanEval/65,HumanEval/91,HumanEval/135,HumanEval/7" ;;
+    *) echo "CONFORMANCE_DATASET is apps or humaneval, not $dataset" >&2; exit 2 ;;
+esac
+ids="${2:-$default_ids}"
 venv="${CONFORMANCE_VENV:-$HOME/.cache/codeforest/conformance/rpm-mcts-venv}"
-out="${CONFORMANCE_OUT:-/tmp/rpm-mcts-run}"
+out="${CONFORMANCE_OUT:-/tmp/rpm-mcts-run-$dataset}"
 port="${RECORD_PORT:-8090}"
-log="${RECORD_LOG:-$here/apps.calls.jsonl}"
-finals="${RECORD_FINALS:-$here/apps.finals.jsonl}"  # each problem's final program and tree, from the released output
+log="${RECORD_LOG:-$here/$dataset.calls.jsonl}"
+finals="${RECORD_FINALS:-$here/$dataset.finals.jsonl}"  # each problem's final program and tree, from the released output
 upstream="${RECORD_UPSTREAM:-}"
 cf_python="$(sed -n '1s/^#!//p' "$(command -v codeforest)")"  # the interpreter codeforest runs with
 
@@ -37,14 +48,25 @@ cf_python="$(sed -n '1s/^#!//p' "$(command -v codeforest)")"  # the interpreter 
     "wordllama>=0.4"; }
 
 mkdir -p "$out"
-# The run's problems, as the released code reads them: rows of its own apps_introductory150 file (the same file
-# codeforest loads, /work/shared/data/apps_introductory150.jsonl), in the sample's order.
-python3 - "$checkout/dataset/apps_v2/apps_test_introductory150.jsonl" "$ids" "$out/apps_introductory.jsonl" <<'PY'
+# The run's problems, as the released code reads them, in the sample's order: rows of its own apps_introductory150
+# file (byte for byte the file codeforest loads); for HumanEval, whose released file (HumanEval+) is not in the
+# repository's snapshot, rows of codeforest's humaneval164 in that same format (task_id, prompt, entry_point,
+# given_tests: the search's tests, and test: a check program, which the released rows end with its call).
+if [ "$dataset" = apps ]; then source_file="$checkout/dataset/apps_v2/apps_test_introductory150.jsonl"; else
+    source_file="$("$cf_python" -c "from codeforest.datasets import dataset_info, locate
+from codeforest.loading import find_data_dir
+print(locate(dataset_info('$name').files[0], find_data_dir()) or '')")"
+    [ -f "$source_file" ] || { echo "$name is not on this machine: codeforest data fetch $name" >&2; exit 2; }
+fi
+python3 - "$source_file" "$ids" "$out/problems.jsonl" <<'PY'
 import json, sys
 source, ids, target = sys.argv[1], sys.argv[2].split(","), sys.argv[3]
 rows = {row["task_id"]: row for row in map(json.loads, open(source, encoding="utf-8"))}
 missing = [i for i in ids if i not in rows]
 assert not missing, f"not in {source}: {missing}"
+for i in ids:  # HumanEval's check program ends without its call
+    if not rows[i]["test"].rstrip().endswith(f"check({rows[i]['entry_point']})"):
+        rows[i]["test"] = rows[i]["test"].rstrip() + f"\n\ncheck({rows[i]['entry_point']})\n"
 with open(target, "w", encoding="utf-8") as f:
     f.writelines(json.dumps(rows[i], ensure_ascii=False) + "\n" for i in ids)
 PY
@@ -90,10 +112,10 @@ rm -f "$out/code.jsonl" "$out/eval.jsonl"
 # run_all.py at its defaults (5 rollouts, kb_coef 0.5, one worker), with the one model name it accepts (a string to
 # the recorder) and the intermediate logs on (logging only: output/logger/rpm-mcts/... in the checkout).
 ANONYMIZED_TELEMETRY=False CONFORMANCE_BASE_URL="http://127.0.0.1:$port/v1" \
-    CONFORMANCE_DATASET="$out/apps_introductory.jsonl" CONFORMANCE_CODEFOREST="$codeforest_pkgs" \
+    CONFORMANCE_DATASET="$out/problems.jsonl" CONFORMANCE_CODEFOREST="$codeforest_pkgs" \
     PYTHONPATH="$here/shims:$checkout" \
     "$venv/bin/python" -u "$here/shims/run_released.py" baselines/run_all.py --base_model Qwen2.5-7B-Instruct \
-    --method rpm-mcts --dataset apps_introductory150 --output_code_path "$out/code.jsonl" \
+    --method rpm-mcts --dataset "$released_name" --output_code_path "$out/code.jsonl" \
     --eval_result_path "$out/eval.jsonl" --save_intermediate true 2>&1 | tee "$out/released.log"
 
 # The final program of each problem (the one the released code scores), with its MCTS steps and the tree's paths.

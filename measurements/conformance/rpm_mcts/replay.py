@@ -1,6 +1,7 @@
 """Replay the released RPM-MCTS's recorded calls into codeforest's rpm_mcts graph and compare, problem by problem.
 
-    python measurements/conformance/rpm_mcts/replay.py CHECKOUT [--log L] [--finals F] [--ids ...] [--out-dir D]
+    python measurements/conformance/rpm_mcts/replay.py CHECKOUT [--dataset apps|humaneval] [--log L] [--finals F]
+        [--ids ...] [--out-dir D]
 
 codeforest runs with the released run's settings (``run_all.py``'s defaults and ``MCTS_Task`` as ``run_mcts.py``
 builds it; ``RELEASED`` below) and its wording (a prompts folder ``released_prompts.py`` writes from CHECKOUT),
@@ -10,8 +11,8 @@ keeps one). For each problem: the calls codeforest made that the log answered, o
 made (each prompt asked as often, in any order); the first request the log could not answer (its role, and a diff
 against the nearest recorded request of that problem); whether the final programs are the same; and whether the
 trees have the same shape (the depth of each leaf, in the released code's depth-first order, children in the
-order they were made) and the same leaf values. Results go to ``apps.SUFFIX.jsonl`` and ``apps.SUFFIX.md`` in
-``--out-dir`` (default: beside this script).
+order they were made) and the same leaf values. Results go to ``DATASET.SUFFIX.jsonl`` and ``DATASET.SUFFIX.md``
+in ``--out-dir`` (default: beside this script).
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ from codeforest.recorder import replay_key
 from codeforest.tools.knowledge import PACKAGED_STEPS, KnowledgeBase, read_steps
 
 HERE = Path(__file__).parent
-DATASET = "apps_introductory150"  # the released dataset/apps_v2/apps_test_introductory150.jsonl, byte for byte
+# The rows record.sh gives the released code: its own dataset/apps_v2/apps_test_introductory150.jsonl (byte for byte
+# codeforest's apps_introductory150), and codeforest's humaneval164 in the same row format.
+DATASETS = {"apps": "apps_introductory150", "humaneval": "humaneval164"}
 # run_all.py's defaults (--rollout 5, --kb_coef 0.5) and MCTS_Task as run_mcts.py builds it: branch 3,
 # exploration_constant 0.5, the sibling filter at 0.85 (use_embedding_diversity), end_gate 9, temperature 0.7 on
 # every call (the topic call too: ChatAPI.generate's default), the fullsteps roll-out (execution reward, 0.5/0.5),
@@ -74,8 +77,9 @@ def role(key: str) -> str:
 
 
 def belongs(key: str, problem: dict) -> bool:
-    """Whether a request shows this problem (which defines its entry point)."""
-    return any(f"def {problem['entry_point']}(" in m["content"] for m in json.loads(key)["messages"])
+    """Whether a request shows this problem's text (its entry point alone is not enough: a program in the request
+    can define a function of that name)."""
+    return any(problem["prompt"].strip() in m["content"] for m in json.loads(key)["messages"])
 
 
 def by_problem(keys: list[str], problems: list[dict]) -> dict[str, list[str]]:
@@ -158,13 +162,14 @@ def build_kb(folder: Path) -> Path:
 
 def main() -> None:
     """Replay, compare, write the results."""
-    parser = replay_parser(__doc__, "apps", HERE)
+    parser = replay_parser(__doc__, "DATASET", HERE)
+    parser.add_argument("--dataset", choices=DATASETS, default="apps", help="as record.sh ran (CONFORMANCE_DATASET)")
     parser.add_argument("--kb", help="the knowledge base's folder (built there when empty; default: a temporary one)")
     args = parser.parse_args()
-    log = Path(args.log or HERE / "apps.calls.jsonl")
-    finals_file = Path(args.finals or HERE / "apps.finals.jsonl")
+    log = Path(args.log or HERE / f"{args.dataset}.calls.jsonl")
+    finals_file = Path(args.finals or HERE / f"{args.dataset}.finals.jsonl")
     finals = {f["task_id"]: f for f in read_records(finals_file)[0]} if finals_file.is_file() else {}
-    every = load_dataset(DATASET)
+    every = load_dataset(DATASETS[args.dataset])
     logged = by_problem([replay_key(r["request"]) for r in read_records(log)[0]], [t.problem for t in every])
     tasks = logged_tasks(every, args.ids, lambda t: logged[t.id])
     with tempfile.TemporaryDirectory() as folder:
@@ -181,7 +186,7 @@ def main() -> None:
             rows.append(row | {"delay_s": args.delay})
             print(f"{task.id}: {row['matched']}/{row['recorded_calls']} matched, first divergence: "
                   f"{row.get('first_divergence', 'none')}", flush=True)
-    write_results(args.out_dir, f"apps.{args.out_suffix}", rows, markdown(rows), log)
+    write_results(args.out_dir, f"{args.dataset}.{args.out_suffix}", rows, markdown(rows), log)
 
 
 if __name__ == "__main__":
