@@ -87,9 +87,7 @@ mkdir -p "$out"
 rm -rf "$run" "$out/results" "$out/logs"
 mkdir -p "$run" "$out/logs"
 tar -C "$checkout" --exclude=./.git --exclude=./dataProcess/ft_results --exclude=./results -cf - . | tar -C "$run" -xf -
-source_file="$("$cf_python" -c "from codeforest.datasets import dataset_info, locate
-from codeforest.loading import find_data_dir
-print(locate(dataset_info('$name').files[0], find_data_dir()) or '')")"
+source_file="$("$cf_python" "$here/../data_file.py" "$name")"
 [ -f "$source_file" ] || { echo "$name is not on this machine: codeforest data fetch $name" >&2; exit 2; }
 mkdir -p "$run/dataProcess/humaneval"
 python3 - "$source_file" "$ids" "$run/dataProcess/humaneval/processed.jsonl" <<'PY'

@@ -21,9 +21,7 @@ case "$dataset" in
     humaneval) default_ids="HumanEval/159,HumanEval/65,HumanEval/91,HumanEval/135,HumanEval/7"
                humaneval="${HUMANEVAL_FILE:-$(cd "$here/../../.." && pwd)/../shared/data/humaneval164.jsonl}" ;;
     apps) default_ids="APPS/2115,APPS/826,APPS/1533,APPS/323,APPS/2085"
-          humaneval="$("$(sed -n '1s/^#!//p' "$(command -v codeforest)")" -c "from codeforest.datasets import dataset_info, locate
-from codeforest.loading import find_data_dir
-print(locate(dataset_info('apps_interview150').files[0], find_data_dir()) or '')")" ;;
+          humaneval="$("$(sed -n '1s/^#!//p' "$(command -v codeforest)")" "$here/../data_file.py" apps_interview150)" ;;
     *) echo "CONFORMANCE_DATASET is humaneval or apps, not $dataset" >&2; exit 2 ;;
 esac
 ids="${2:-$default_ids}"  # the first 5 of the dev sample

@@ -53,9 +53,7 @@ mkdir -p "$out"
 # repository's snapshot, rows of codeforest's humaneval164 in that same format (task_id, prompt, entry_point,
 # given_tests: the search's tests, and test: a check program, which the released rows end with its call).
 if [ "$dataset" = apps ]; then source_file="$checkout/dataset/apps_v2/apps_test_introductory150.jsonl"; else
-    source_file="$("$cf_python" -c "from codeforest.datasets import dataset_info, locate
-from codeforest.loading import find_data_dir
-print(locate(dataset_info('$name').files[0], find_data_dir()) or '')")"
+    source_file="$("$cf_python" "$here/../data_file.py" "$name")"
     [ -f "$source_file" ] || { echo "$name is not on this machine: codeforest data fetch $name" >&2; exit 2; }
 fi
 python3 - "$source_file" "$ids" "$out/problems.jsonl" <<'PY'
