@@ -38,6 +38,7 @@ from codeforest.agents.base import BudgetSpent, ModelFault, Reply, Router, count
 from codeforest.context import Context
 from codeforest.cost import add_cost, money_spent, price_of, tokens_spent
 from codeforest.graphs.state import Execution, NodeRecord, SearchInput, SearchOutput, SearchState, merge_nodes
+from codeforest.graphs.verdicts import remembered
 from codeforest.problems import Problem, public_suite, validate_problem
 from codeforest.prompts import Prompt, check_prompts_dir, load_prompt
 from codeforest.suites import ExecutionResult, TestOutcome
@@ -189,8 +190,11 @@ def run_program(problem: Problem, code: str, context: Context, node_id: str,
                 feedback: Callable[[ExecutionResult], str] = feedback_text,
                 budget: float | None = None) -> tuple[ExecutionResult, dict]:
     """Run a node's program on the public tests in the sandbox (``budget``: the whole run's seconds, if any); the
-    result and the node fields it sets."""
-    result = run_public_tests(problem, code, timeout=context.test_timeout, backend=context.sandbox, budget=budget)
+    result and the node fields it sets. A program this run already ran is not run again: its verdict is kept
+    (``graphs.verdicts``)."""
+    result = remembered(problem, ("public tests", code, context.test_timeout, context.sandbox, budget),
+                        lambda: run_public_tests(problem, code, timeout=context.test_timeout, backend=context.sandbox,
+                                                 budget=budget))
     emit("executed", node=node_id, passed=result.passed, total=result.total)
     return result, {"code": code, "execution": result.summary(), "feedback": feedback(result),
                     "status": program_status(result)}

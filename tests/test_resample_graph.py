@@ -51,3 +51,25 @@ def test_one_sample_runs_within_the_recursion_limit_solve_gives_it():
 
     out = solve(PROBLEM, "resample", context={"resample_n": 1}, model=by_seed({1: "x + 1"}, []))
     assert out["stop_reason"] == "passed_public_tests" and out["cost"]["programs"] == 1
+
+
+def test_a_program_written_again_in_a_run_is_not_run_again_but_a_new_run_runs_it(monkeypatch):
+    """The released CodePRM and RethinkMCTS keep a program's verdict for the problem; every graph does, per run."""
+    from codeforest.graphs import kit
+
+    ran = []
+
+    def counting(problem, code, **kwargs):
+        ran.append(code)
+        return real(problem, code, **kwargs)
+
+    real = kit.run_public_tests
+    monkeypatch.setattr(kit, "run_public_tests", counting)
+    same = {1: "x", 2: "x", 3: "x"}
+    first = run(by_seed(same, []), resample_n=3)
+    assert len(ran) == 1 and first["cost"]["programs"] == 3
+    assert [first["nodes"][n]["execution"]["passed"] for n in ("n1", "n2", "n3")] == [0, 0, 0]
+    second = run(by_seed(same, []), resample_n=3)  # the same problem, another run: its own verdicts
+    assert len(ran) == 2 and second["public_pass_rate"] == 0.0
+    run(by_seed({1: "x", 2: "x + 1", 3: "x"}, []), resample_n=3)  # another program is run
+    assert len(ran) == 4
