@@ -24,12 +24,12 @@ from pathlib import Path
 from langchain_core.language_models import BaseChatModel
 
 from codeforest.api import solve
-from codeforest.context import Context, RoleModel, non_default_settings
+from codeforest.context import Context, RoleModel, non_default_settings, shown_model
 from codeforest.cost import money_spent, tokens_spent
 from codeforest.graphs.kit import passes_public
 from codeforest.jsonl import append_record
 from codeforest.problems import Task
-from codeforest.registry import context_for, graph_budget
+from codeforest.registry import check_run_roles, graph_budget, run_context
 from codeforest.scoring import private_test_count, score_plus, score_private
 from codeforest.tools import stopwatch
 from codeforest.tools.redaction import redact
@@ -69,11 +69,6 @@ def model_costs(cost: dict, context: Context) -> dict:
     model has no price), and the seconds its cached calls took when they were made (``replayed_s``)."""
     return {"models": cost.get("models", {}), "cost": money_spent(cost, context.prices),
             "replayed_s": round(cost.get("replayed_s", 0.0), 3)}
-
-
-def shown_model(model: str) -> str:
-    """A model as records and labels show it: a .gguf path by its file name."""
-    return Path(model).name if model.endswith(".gguf") else model
 
 
 def role_label(entry: RoleModel) -> str:
@@ -245,6 +240,7 @@ class Bench:
                  dataset: str, concurrency: int = 1, model: BaseChatModel | None = None,
                  retry_errors: bool = False, checkpointer=None, runner: Callable[..., dict] | None = None):
         self.graphs = graphs
+        check_run_roles(graphs, context)  # before any work
         self.tasks = tasks
         self.out = Path(out_dir)
         self.context = context
@@ -259,14 +255,14 @@ class Bench:
 
     @property
     def model_name(self) -> str:
-        return self.context.model if self.model is None else type(self.model).__name__
+        return shown_model(self.context.model) if self.model is None else type(self.model).__name__
 
     def _recorded(self) -> dict[tuple[str, str], dict]:
         """The latest record of each (graph, problem id) for this model, dataset and these settings."""
-        settings = {g: result_settings(context_for(g, self.context)) for g in self.graphs}
+        settings = {g: result_settings(run_context(g, self.context, self.graphs)) for g in self.graphs}
         return {(r["graph"], r["problem_id"]): r for r in latest_records(read_results(self.out))
-                if r.get("model") == self.model_name and r.get("dataset", self.dataset) == self.dataset
-                and r.get("graph") in settings
+                if shown_model(r.get("model") or "") == self.model_name
+                and r.get("dataset", self.dataset) == self.dataset and r.get("graph") in settings
                 and (r.get("settings") or {}) == settings[r["graph"]]}
 
     def pending(self) -> list[tuple[str, Task]]:
@@ -320,7 +316,7 @@ class Bench:
 
     def run_one(self, graph: str, task: Task) -> dict:
         """Solve one task with one graph, score it on the private tests, append the record."""
-        context = context_for(graph, self.context)
+        context = run_context(graph, self.context, self.graphs)
         record = {"problem_id": task.id, "graph": graph, "model": self.model_name, "dataset": self.dataset,
                   "budget": graph_budget(graph, context), "settings": result_settings(context),
                   "final_code": "", "stop_reason": None,

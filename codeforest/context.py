@@ -21,6 +21,11 @@ ENV_PREFIX = "CODEFOREST_"
 C = TypeVar("C", bound="Context")
 
 
+def shown_model(model: str) -> str:
+    """A model as records and labels show it: a .gguf path by its file name, never its path."""
+    return os.path.basename(model) if model.endswith(".gguf") else model
+
+
 class RoleModel(BaseModel):
     """The model one role talks to: a model name at an endpoint (embedded when ``base_url`` is empty)."""
 

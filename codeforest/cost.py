@@ -30,7 +30,8 @@ COST_KEYS = ("llm_calls", "prompt_tokens", "completion_tokens", "programs", "san
 MODEL_KEYS = ("llm_calls", "prompt_tokens", "completion_tokens")
 # The embedded models' default price (per million tokens, input and output alike): their parameter count in
 # billions, so a 1.5B model's tokens cost three times a 0.5B model's unless the user sets prices.
-_PARAMETERS = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)b(?![a-z])", re.IGNORECASE)
+# a size in a model's name: '1.5b', '70B', a mixture's '8x7b'; an MoE's active part ('A3B') follows its total
+_PARAMETERS = re.compile(r"(?<![\d.])(?:(\d+)x)?(\d+(?:\.\d+)?)b(?![a-z])", re.IGNORECASE)
 
 
 def add_cost(left: Cost | None, right: Cost | None) -> Cost:
@@ -62,9 +63,13 @@ def total_cost(costs: Iterable[Cost | None]) -> Cost:
 
 def default_price(model: str) -> tuple[float, float] | None:
     """An embedded-style model's default price per million tokens (input, output): its parameter count in billions
-    as its file name states it ('qwen2.5-coder-1.5b-instruct-q4_k_m' -> 1.5); None when the name states none."""
-    found = _PARAMETERS.findall(model.rsplit("/", 1)[-1])
-    return (float(found[-1]),) * 2 if found else None
+    as its file name states it first ('qwen2.5-coder-1.5b-instruct-q4_k_m' -> 1.5; a mixture's total:
+    'Qwen3-30B-A3B' -> 30, 'mixtral-8x7b' -> 56); None when the name states none."""
+    found = _PARAMETERS.search(model.rsplit("/", 1)[-1])
+    if found is None:
+        return None
+    experts, size = found.groups()
+    return (float(size) * int(experts or 1),) * 2
 
 
 def price_of(model: str, prices: Mapping[str, Iterable[float]]) -> tuple[float, float] | None:

@@ -63,6 +63,29 @@ def context_for(name: str, context: object = None, **overrides) -> Context:
     return graph_module(name).CONTEXT.of(context, **overrides)
 
 
+def graph_roles(name: str, context: object = None) -> set[str]:
+    """The roles the graph calls under this context (the selector's among them)."""
+    module = graph_module(name)
+    return module.roles(module.CONTEXT.of(context))
+
+
+def check_run_roles(graphs: list[str], context: Context) -> None:
+    """Refuse a ``roles`` entry that no graph of the run calls under its settings, by name, with the roles they
+    call."""
+    from codeforest.graphs.kit import check_roles
+
+    check_roles(context, set().union(*(graph_roles(g, context) for g in graphs)))
+
+
+def run_context(name: str, context: Context, graphs: list[str]) -> Context:
+    """The graph's context in a run of several ``graphs``: ``roles`` entries the graph never calls are left out, and
+    one that no graph of the run calls is refused (``check_run_roles``)."""
+    check_run_roles(graphs, context)
+    own = context_for(name, context)
+    called = graph_roles(name, own)
+    return context_for(name, own, roles={r: entry for r, entry in own.roles.items() if r in called})
+
+
 def graph_budget(name: str, context: object = None) -> dict:
     """The graph's budget in its paper's unit, e.g. ``{"unit": "programs", "limit": 20}``."""
     module = graph_module(name)

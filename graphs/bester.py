@@ -36,7 +36,6 @@ from codeforest.graphs.state import Execution, NodeRecord, SearchState
 from codeforest.tools.testing import failures_text
 
 # the roles whose calls this graph makes (at some setting), besides the selector's
-ROLES = ("solver", "debugger", "reflection")
 BUDGET_UNIT = "llm_calls"
 SELECTIONS = ("most_tests", "random", "code", "min_diff", "max_diff")
 
@@ -102,6 +101,16 @@ FRESH = {"round": 0, "selected": None, "best": None, "stop": None}
 def repair_rounds(context: BesterContext) -> int:
     """Rounds of k reflections and k repairs: N ('rounds', the paper's 21 calls) or N - 1 ('literal')."""
     return context.bester_depth if context.bester_loop == "rounds" else max(0, context.bester_depth - 1)
+
+
+def roles(context: BesterContext) -> set[str]:
+    """The roles this graph calls under these settings: the Solver; with repair rounds the Debugger, the
+    self-reflection (``bester_feedback='reflection'``) and the selector's."""
+    rounds = repair_rounds(context) >= 1
+    called = {"solver"} | ({"debugger"} if rounds else set())
+    if rounds and context.bester_feedback == "reflection":
+        called.add("reflection")
+    return kit.roles_called(context, called, choices=rounds)
 
 
 def budget(context: BesterContext) -> int:
@@ -305,7 +314,7 @@ def graph_builder(model: BaseChatModel | None = None, context: type[BesterContex
     builder = kit.builder(STATE, context)
     nodes = {"initial": initial, "select": select, "plan": plan, "dispatch": dispatch, "reflect_one": reflect_one,
              "repair_one": repair_one, "finalize": finalize}
-    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, context, ROLES),
+    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, context, roles),
                             **{name: kit.with_context(fn, context) for name, fn in nodes.items()}}, model)
     builder.add_edge(START, "start")
     builder.add_edge("start", "initial")

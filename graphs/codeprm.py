@@ -27,6 +27,18 @@ def verifier(context: VerifierContext, model: BaseChatModel | None = None):
                        with_execution=with_execution, structured=context.structured_output)
 
 
+def roles(context: VerifierContext, max_refines: int, verify_mode: str) -> set[str]:
+    """The roles a Generate-Verify-Refine search calls (GVR, GVR-BoN), the selector's aside: the LLM verifier (a
+    problem without public tests is always scored), Refine where thoughts are refined, and the locator there under
+    ``llm_locate``."""
+    called = {"thinker", "solver"} | ({"rethink"} if max_refines >= 1 else set())
+    if context.verifier == "llm":
+        called.add("verifier")
+    if max_refines >= 1 and verify_mode == "llm_locate":
+        called.add("locator")
+    return called
+
+
 def flag_thoughts(scores: list[float], mode: str, threshold: float, rule: str = "le",
                   unflagged: str = "none") -> list[int]:
     """The thoughts to refine (0-based): every score at or below θ (``rule`` 'le' ≤, 'lt' <), and when none is,

@@ -42,7 +42,6 @@ from codeforest.tools.testing import (
 )
 
 # the roles whose calls this graph makes (at some setting), besides the selector's
-ROLES = ("thinker", "solver", "critic", "debugger", "verifier")
 BUDGET_UNIT = "programs"
 PASS_BONUS = 5 / 15
 PASS_THRESHOLD = 0.99  # the released code's "r > 0.99"
@@ -138,6 +137,22 @@ class CodeTreeState(SearchState, total=False):
 STATE = CodeTreeState
 FRESH = {"frontier": [], "current": None, "decision": None, "accepted": None, "last_failing": None, "stop": None,
          "pending": [], "batch": [], "expanding": None}
+
+
+def roles(context: CodeTreeContext) -> set[str]:
+    """The roles this graph calls under these settings: the Debugger where a program can be repaired, the Critic
+    (or the verifier, ``codetree_evaluator``) where it verifies or scores, and the selector's."""
+    called = {"thinker", "solver"}
+    tree = context.codetree_max_programs >= 2 and context.codetree_order != "list"
+    if tree and (not context.codetree_critic or context.codetree_max_depth >= 2):
+        called.add("debugger")
+    judged = context.codetree_verification or (context.codetree_scoring and context.codetree_max_depth >= 2)
+    if context.codetree_critic and context.codetree_order != "list" and judged:
+        if context.codetree_evaluator == "critic":
+            called.add("critic")
+        elif context.verifier == "llm":
+            called.add("verifier")
+    return kit.roles_called(context, called, choices=context.codetree_max_programs >= 2)
 
 
 def budget(context: CodeTreeContext) -> int:
@@ -496,7 +511,7 @@ def after_critique(state: CodeTreeState, runtime: Runtime[CodeTreeContext]) -> s
 def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
     """The uncompiled CodeTree graph; ``model`` replaces the context's model."""
     builder = kit.builder(STATE, CONTEXT)
-    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT, ROLES), "think": think, "pick": pick,
+    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT, roles), "think": think, "pick": pick,
                             "generate": generate, "execute": execute, "critique": critique, "reflect": reflect,
                             "finalize": finalize}, model)
     builder.add_edge(START, "start")

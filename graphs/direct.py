@@ -15,11 +15,15 @@ from codeforest.graphs import kit, selection
 from codeforest.graphs.state import SearchState
 
 # the roles whose calls this graph makes (at some setting), besides the selector's
-ROLES = ("solver",)
 BUDGET_UNIT = "programs"
 CONTEXT = Context  # the baseline has no settings of its own
 STATE = SearchState
 FRESH: dict = {}  # no state beyond the common one
+
+
+def roles(context: Context) -> set[str]:
+    """The roles this graph calls: the Solver (one program: the selector has nothing to choose)."""
+    return {"solver"}
 
 
 def budget(context: Context) -> int:
@@ -60,7 +64,7 @@ def finalize(state: SearchState) -> dict:
 def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
     """The uncompiled direct graph; ``model`` replaces the context's model."""
     builder = kit.builder(STATE, CONTEXT)
-    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT, ROLES), "solve": solve,
+    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT, roles), "solve": solve,
                             "evaluate": evaluate, "finalize": finalize}, model)
     builder.add_edge(START, "start")
     builder.add_edge("start", "solve")

@@ -50,7 +50,6 @@ from codeforest.tools.released_exec import (
 from codeforest.tools.testing import prm_feedback
 
 # the roles whose calls this graph makes (at some setting), besides the selector's
-ROLES = ("thinker", "solver", "rethink", "verifier", "locator")
 BUDGET_UNIT = "rollouts"
 ROOT = kit.ROOT
 FALLBACK_TEMPERATURE = 0.7  # the released code samples single thoughts when the list cannot be read
@@ -106,6 +105,13 @@ class GvrState(SearchState, total=False):
 
 STATE = GvrState
 FRESH = {"path": [], "rollouts": 0, "refines": 0, "flagged": [], "programs": Overwrite([]), "stop": None}
+
+
+def roles(context: GvrContext) -> set[str]:
+    """The roles this graph calls under these settings: the LLM verifier (a problem without public tests is always
+    scored), the locator (``gvr_verify='llm_locate'``) and Refine where thoughts are refined, and the selector's."""
+    called = codeprm.roles(context, context.gvr_max_refines, context.gvr_verify)
+    return kit.roles_called(context, called, choices=context.gvr_rollouts >= 2 or context.gvr_max_refines >= 1)
 
 
 def budget(context: GvrContext) -> int:
@@ -229,7 +235,8 @@ def simulate(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel
     def valued() -> dict:
         record["value"] = value_of(pass_rate, has_tests, prm_score, context)
         program = {"node": leaf, "code": reply.value, "value": record["value"], "pass_rate": pass_rate,
-                   "execution": record["execution"], "refined": state.get("refines", 0) > 0}
+                   "execution": record["execution"], "refined": state.get("refines", 0) > 0,
+                   **kit.kept_reply(reply.raw, context.code_shown)}
         return {"nodes": {leaf: dict(record)}, "programs": [program]}
 
     kit.keep({**valued(), "cost": kit.PROGRAM_RUN})  # valued without the Verifier if its call fails
@@ -342,7 +349,7 @@ def after_simulate(state: GvrState, runtime: Runtime[GvrContext]) -> str:
 def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
     """The uncompiled GVR-MCTS graph; ``model`` replaces the context's model."""
     builder = kit.builder(STATE, CONTEXT)
-    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT, ROLES), "expand_root": expand_root,
+    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT, roles), "expand_root": expand_root,
                             "select": select, "simulate": simulate, "verify": verify_node, "refine": refine,
                             "expand": expand, "backpropagate": backpropagate, "finalize": finalize}, model)
     builder.add_edge(START, "start")

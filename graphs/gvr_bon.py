@@ -36,7 +36,6 @@ from codeforest.graphs.state import SearchState
 from codeforest.tools.testing import prm_feedback
 
 # the roles whose calls this graph makes (at some setting), besides the selector's
-ROLES = ("thinker", "solver", "rethink", "verifier", "locator")
 BUDGET_UNIT = "chains"
 SCORED_VERIFY = ("threshold", "locate_min")  # the gvr_bon_verify modes that flag from the Verifier's scores
 
@@ -78,6 +77,14 @@ class GvrBonState(SearchState, total=False):
 STATE = GvrBonState
 FRESH = {"chains": [], "steps": 0, "rounds": 0, "pending": [], "flagged": {}, "programs": Overwrite([]),
          "stop": None}
+
+
+def roles(context: GvrBonContext) -> set[str]:
+    """The roles this graph calls under these settings: the LLM verifier (a problem without public tests is always
+    scored), the locator (``gvr_bon_verify='llm_locate'``) and Refine where chains are refined, and the
+    selector's."""
+    called = codeprm.roles(context, context.gvr_bon_max_refines, context.gvr_bon_verify)
+    return kit.roles_called(context, called, choices=context.gvr_bon_n >= 2 or context.gvr_bon_max_refines >= 1)
 
 
 def budget(context: GvrBonContext) -> int:
@@ -261,7 +268,7 @@ def after_evaluate(state: GvrBonState, runtime: Runtime[GvrBonContext]) -> str:
 def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
     """The uncompiled Best-of-N GVR graph; ``model`` replaces the context's model."""
     builder = kit.builder(STATE, CONTEXT)
-    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT, ROLES), "think": think,
+    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT, roles), "think": think,
                             "write_code": write_code, "evaluate": evaluate, "verify": verify_chains,
                             "refine": refine, "finalize": finalize}, model)
     builder.add_edge(START, "start")

@@ -277,20 +277,21 @@ def steps_left(state: dict) -> int:
     return state.get("remaining_steps", 10**9) - 2
 
 
-def roles_called(context: Context, graph_roles: Iterable[str]) -> set[str]:
-    """The roles a run makes calls for: its graph's, and the selector's Tester (a selector other than 'public' that
-    asks for inputs) and judge ('differential')."""
+def roles_called(context: Context, graph_roles: Iterable[str], choices: bool = True) -> set[str]:
+    """The roles a run makes calls for: its graph's (under its settings), and, when the search can end with more
+    than one program to choose from (``choices``), the selector's Tester (a selector other than 'public' that asks
+    for inputs) and judge ('differential' with inputs to compare on)."""
     called = set(graph_roles)
-    if context.selector != "public" and context.tester_inputs:
+    if choices and context.selector != "public" and context.tester_inputs:
         called.add("tester")
-    if context.selector == "differential":
+    if choices and context.selector == "differential" and (context.tester_inputs or context.mutated_inputs):
         called.add("judge")
     return called
 
 
-def check_roles(context: Context, graph_roles: Iterable[str]) -> None:
-    """Refuse a ``roles`` entry for a role this run never calls (a typo, or a role of another graph), by name."""
-    called = roles_called(context, graph_roles)
+def check_roles(context: Context, called: set[str]) -> None:
+    """Refuse a ``roles`` entry for a role this run never calls (a typo, a role of another graph, or one its
+    settings leave out), by name."""
     idle = sorted(set(context.roles) - called)
     if idle:
         raise ValueError(f"roles names {', '.join(idle)}, which this run never calls; the roles it calls: "
@@ -312,14 +313,14 @@ def check_prices(context: Context) -> None:
 
 
 def starter(fresh: dict, needed: Callable[[Any], int], context_cls: type[C],
-            graph_roles: Iterable[str] = ()) -> Callable:
+            roles: Callable[[Any], set[str]] = lambda context: set()) -> Callable:
     """The first node of a graph: check the problem and the prompt folder; start from a clean tree and cost.
 
     ``fresh`` gives every method-specific state field its initial value (``Overwrite`` for a field with a
     reducer), so a run on a reused
     checkpointer thread never sees the previous run's search. ``needed(context)`` is the recursion
     limit the budget needs; a lower one is respected (the search ends early with ``step_limit``). A ``roles``
-    entry for a role outside ``graph_roles`` (and the selector's) is refused.
+    entry for a role outside ``roles(context)`` (the roles the graph calls under these settings) is refused.
     """
 
     def start(state: SearchState, runtime: Runtime) -> dict:
@@ -329,7 +330,7 @@ def starter(fresh: dict, needed: Callable[[Any], int], context_cls: type[C],
         context = settings(runtime, context_cls)
         if context.prompts_dir:
             check_prompts_dir(context.prompts_dir)
-        check_roles(context, graph_roles)
+        check_roles(context, roles(context))
         check_prices(context)
         limit = get_config().get("recursion_limit")
         if limit is not None and limit < MIN_RECURSION_LIMIT:

@@ -22,7 +22,7 @@ from pydantic import Field
 from codeforest.graphs import bester
 from codeforest.graphs.bester import BesterContext
 
-ROLES = bester.ROLES
+roles = bester.roles
 BUDGET_UNIT = "programs"
 STATE, FRESH = bester.STATE, bester.FRESH
 

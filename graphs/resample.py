@@ -24,7 +24,6 @@ from codeforest.graphs import kit, selection
 from codeforest.graphs.state import NodeRecord, SearchState
 
 # the roles whose calls this graph makes (at some setting), besides the selector's
-ROLES = ("solver",)
 BUDGET_UNIT = "programs"
 SEED_STRIDE = 100_000  # sample i of run seed s gets seed s * SEED_STRIDE + i + 1
 
@@ -49,6 +48,11 @@ class ResampleState(SearchState, total=False):
 
 STATE = ResampleState
 FRESH = {"stop": None}
+
+
+def roles(context: ResampleContext) -> set[str]:
+    """The roles this graph calls under these settings: the Solver, and the selector's with two samples or more."""
+    return kit.roles_called(context, {"solver"}, choices=context.resample_n >= 2)
 
 
 def budget(context: ResampleContext) -> int:
@@ -108,7 +112,7 @@ def finalize(state: ResampleState) -> dict:
 def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
     """The uncompiled resampling graph; ``model`` replaces the context's model."""
     builder = kit.builder(STATE, CONTEXT)
-    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT, ROLES), "sample": sample,
+    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT, roles), "sample": sample,
                             "finalize": finalize}, model)
     builder.add_edge(START, "start")
     builder.add_edge("start", "sample")

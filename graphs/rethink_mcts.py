@@ -49,7 +49,6 @@ from codeforest.tools.released_exec import (
 from codeforest.tools.testing import current_output, execution_report, is_stdin_test, prm_feedback, shown_test
 
 # the roles whose calls this graph makes (at some setting), besides the selector's
-ROLES = ("thinker", "solver", "critic", "rethink", "verifier", "locator")
 BUDGET_UNIT = "rollouts"
 ROOT = kit.ROOT
 MAX_FAILING_TESTS = 6  # the released code lists at most 6 failing tests in the verbal feedback
@@ -163,6 +162,20 @@ class RolloutState(TypedDict, total=False):
 
 STATE = RethinkState
 FRESH = {"path": [], "rollouts": 0, "programs": Overwrite([]), "batch": Overwrite([]), "stop": None}
+
+
+def roles(context: RethinkContext) -> set[str]:
+    """The roles this graph calls under these settings: the Critic for the self-evaluation and the block analysis,
+    the LLM verifier where it evaluates or locates, Rethink, and the selector's."""
+    rethinks = context.rethink_rethink and context.rethink_max_rethinks >= 1
+    called = {"thinker", "solver"} | ({"rethink"} if rethinks else set())
+    self_eval = context.rethink_self_eval and context.rethink_evaluator == "self_eval"
+    if self_eval or (context.rethink_verbal_feedback and context.rethink_block_info):
+        called.add("critic")
+    verified = context.rethink_self_eval and context.rethink_evaluator == "verifier"
+    if context.verifier == "llm" and (verified or (rethinks and context.rethink_locate == "verifier")):
+        called.add("verifier")
+    return kit.roles_called(context, called, choices=context.rethink_rollouts >= 2 or rethinks)
 
 
 def budget(context: RethinkContext) -> int:
@@ -444,7 +457,7 @@ def after_backpropagate(state: RethinkState, runtime: Runtime[RethinkContext]):
 def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
     """The uncompiled RethinkMCTS graph; ``model`` replaces the context's model."""
     builder = kit.builder(STATE, CONTEXT)
-    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT, ROLES), "expand_root": expand_root,
+    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT, roles), "expand_root": expand_root,
                             "select": select, "rollout": rollout_node(rollout_builder(model).compile()),
                             "backpropagate": backpropagate, "finalize": finalize}, model)
     builder.add_edge(START, "start")

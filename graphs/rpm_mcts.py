@@ -68,7 +68,6 @@ from codeforest.tools.released_exec import (
 from codeforest.tools.testing import feedback_text
 
 # the roles whose calls this graph makes (at some setting), besides the selector's
-ROLES = ("thinker", "solver", "critic", "locator", "topic")
 BUDGET_UNIT = "rollouts"
 ROOT = kit.ROOT
 UNVISITED_BONUS = 8.0  # the released code's INF for an unvisited child
@@ -165,6 +164,17 @@ class RpmState(SearchState, total=False):
 STATE = RpmState
 FRESH = {"topic": None, "path": [], "new_steps": [], "simulated": None, "q": 0.0, "rerolled": None, "reflection": "",
          "rollouts": 0, "solved": None, "succeeded": None, "failure": None, "stop": None}
+
+
+def roles(context: RpmContext) -> set[str]:
+    """The roles this graph calls under these settings: the topic call with the knowledge base, the locator with the
+    execution reward, and the selector's."""
+    called = {"thinker", "solver", "critic"}
+    if context.rpm_kb:
+        called.add("topic")
+    if context.rpm_exec_reward:
+        called.add("locator")
+    return kit.roles_called(context, called)
 
 
 def budget(context: RpmContext) -> int:
@@ -734,7 +744,7 @@ def after_simulate(state: RpmState, runtime: Runtime[RpmContext]) -> str:
 def graph_builder(model: BaseChatModel | None = None) -> StateGraph:
     """The uncompiled RPM-MCTS graph; ``model`` replaces the context's model."""
     builder = kit.builder(STATE, CONTEXT)
-    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT, ROLES), "setup": setup,
+    kit.add_nodes(builder, {"start": kit.starter(FRESH, recursion_limit, CONTEXT, roles), "setup": setup,
                             "select": select, "expand": expand, "simulate": simulate, "revise": revise,
                             "backpropagate": backpropagate, "finalize": finalize}, model)
     builder.add_edge(START, "start")

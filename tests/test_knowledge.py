@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import types
 
 import pytest
 
@@ -13,7 +14,14 @@ from codeforest.cli import main
 from codeforest.kb import interleaved, topic_source, write_steps
 from codeforest.prompts import load_prompt
 from codeforest.tools.kb_topics import TOPICS
-from codeforest.tools.knowledge import KnowledgeBase, KnowledgeError, fingerprint, prefix_documents, read_steps
+from codeforest.tools.knowledge import (
+    KnowledgeBase,
+    KnowledgeError,
+    embeddings_name,
+    fingerprint,
+    prefix_documents,
+    read_steps,
+)
 from tests.fake_openai import FakeOpenAI
 
 RECORDS = [
@@ -257,11 +265,13 @@ def test_the_guard_finds_a_stored_problem_by_text_by_id_or_reworded_but_not_a_si
     assert kb.duplicate_of("Sum the digits of a number.", "X/11") is None
 
 
-@pytest.mark.parametrize("problem_id", ["APPS/3917", "APPS/1726", "APPS/334"])
-def test_the_default_kb_refuses_the_apps_stdio_problems_it_holds_under_other_datasets(problem_id, data_dir,
-                                                                                      tmp_path):
-    """apps_stdio150's APPS/3917 is codecontests150's CodeContests/1190 reworded; APPS/1726 and APPS/334 are
-    apps_interview150's, written as functions there."""
+@pytest.mark.parametrize(("problem_id", "held", "why"), [
+    ("APPS/3917", "CodeContests/1190", "a near-duplicate (text 0.956, cosine 0.98"),
+    ("APPS/1726", "APPS/1726", "the same problem id"), ("APPS/334", "APPS/334", "the same problem id")])
+def test_the_default_kb_refuses_the_apps_stdio_problems_it_holds_under_other_datasets(problem_id, held, why,
+                                                                                      data_dir, tmp_path):
+    """apps_stdio150's APPS/3917 is codecontests150's CodeContests/1190 reworded (text and cosine over both
+    thresholds); APPS/1726 and APPS/334 are apps_interview150's, written as functions there."""
     from codeforest.loading import load_problem
     from codeforest.tools.knowledge import PACKAGED_STEPS
 
@@ -269,7 +279,8 @@ def test_the_default_kb_refuses_the_apps_stdio_problems_it_holds_under_other_dat
     base.add(r for r in read_steps(PACKAGED_STEPS) if r["id"] in ("CodeContests/1190", "APPS/1726", "APPS/334",
                                                                   "MBPP/50", "APPS/2414"))
     problem = load_problem("apps_stdio150", problem_id, data_dir)
-    assert base.duplicate_of(problem.problem["prompt"], problem.id)["id"] in ("CodeContests/1190", problem_id)
+    found = base.duplicate_of(problem.problem["prompt"], problem.id)
+    assert found["id"] == held and found["why"].startswith(why)
     sibling = load_problem("mbpp500", "MBPP/393", data_dir)  # max_length_list beside the KB's min_length_list
     assert base.duplicate_of(sibling.problem["prompt"], sibling.id) is None
 
@@ -295,3 +306,5 @@ def test_kb_embedder_builds_and_queries_through_an_openai_compatible_endpoint_an
     with pytest.raises(KnowledgeError, match="use 'wordllama', 'openai:MODEL' or 'MODULE:NAME'"):
         embedder("bge")
     assert isinstance(embedder("codeforest.tools.knowledge:WordLlamaEmbeddings"), WordLlamaEmbeddings)
+    # a sentence-transformers model is told apart by its model_name, one class serving many models
+    assert embeddings_name(types.SimpleNamespace(model_name="BAAI/bge-base-en-v1.5")) == "BAAI/bge-base-en-v1.5"

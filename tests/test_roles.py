@@ -5,14 +5,16 @@ and priced; the cost budget stops a search; a role name that is wrong, or that t
 from __future__ import annotations
 
 import inspect
+import itertools
 import json
+from collections.abc import Callable
 
 import pytest
 
 from codeforest.api import solve
 from codeforest.context import ROLE_NAMES, Context
 from codeforest.cost import add_cost, default_price, money_spent
-from codeforest.registry import graph_module, graph_names
+from codeforest.registry import graph_names, graph_roles
 from codeforest.scripted_endpoint import ScriptedEndpoint, any_role_reply
 
 PROBLEM = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",
@@ -36,6 +38,13 @@ AGENT_ROLES = {  # each agent function and the role its calls count under (hand-
 }
 
 
+def varied_reply() -> Callable[[dict], str]:
+    """``any_role_reply`` with its programs wrong, wrong another way, right, and right in other words, in turn, so a
+    search meets failing and passing programs and has distinct ones to choose from."""
+    bodies = itertools.cycle(["None", "args[0]", "args[0] + 1", "1 + args[0]"])
+    return lambda body: any_role_reply(body).replace("return None", f"return {next(bodies)}")
+
+
 @pytest.fixture(scope="module")
 def endpoints():
     with ScriptedEndpoint([], respond=any_role_reply) as first, ScriptedEndpoint([], respond=any_role_reply) as second:
@@ -54,18 +63,31 @@ def test_every_agent_function_that_calls_a_model_names_its_role():
     assert {r for roles in AGENT_ROLES.values() for r in roles.values()} == set(ROLE_NAMES)
 
 
-@pytest.mark.parametrize("graph", graph_names())
-def test_each_roles_calls_reach_the_model_and_endpoint_its_entry_names(graph, endpoints):
-    """The search model at the first endpoint; every role of the graph its own model name, on the first or the
-    second endpoint in turn: no call is left on the search model, each arrives where its entry says, and the
-    cost counts each model's calls and tokens as the endpoints saw them."""
-    first, second = endpoints
+CASES = {graph: [SMALL.get(graph, {})] for graph in graph_names()}  # and settings that call the other roles
+CASES["codetree"] += [{**SMALL["codetree"], "codetree_evaluator": "verifier"},
+                      {**SMALL["codetree"], "codetree_abort": False}]  # no Critic score above 0 keeps a node
+CASES["rethink_mcts"] += [{"rethink_rollouts": 6, "rethink_evaluator": "verifier", "rethink_locate": "verifier"}]
+CASES["rpm_mcts"] += [{**SMALL["rpm_mcts"], "rpm_kb": True}]
+CASES["gvr"] += [{**SMALL["gvr"], "gvr_verify": "llm_locate"}]
+CASES["gvr_bon"] += [{**SMALL["gvr_bon"], "gvr_bon_verify": "llm_locate"}]
+
+
+def routed_calls(graph: str, settings: dict, replies: Callable[[dict], str]) -> set[str]:
+    """One solve with every role the graph calls under these settings on a model name of its own, on the first or
+    the second endpoint in turn (the search model at the first): no call is left on the search model, each
+    arrives where its entry says, and the cost counts each model's calls and tokens as the endpoints saw them.
+    Both endpoints answer with ``replies``. The roles called."""
+    with ScriptedEndpoint([], respond=replies) as first, ScriptedEndpoint([], respond=replies) as second:
+        return _routed_calls(graph, settings, first, second)
+
+
+def _routed_calls(graph: str, settings: dict, first: ScriptedEndpoint, second: ScriptedEndpoint) -> set[str]:
     before = (len(first.requests), len(second.requests))
-    roles = sorted(graph_module(graph).ROLES + (("tester", "judge") if graph == "resample" else ()))
+    roles = sorted(graph_roles(graph, settings))
     where = {role: (first, second)[i % 2] for i, role in enumerate(roles)}
     context = {"model": "search", "base_url": first.url, "structured_output": False, "test_timeout": 2.0,
                "roles": {role: {"model": f"m-{role}", "base_url": at.url} for role, at in where.items()},
-               **SMALL.get(graph, {})}
+               **settings}
     out = solve(PROBLEM, graph, context=context)
     seen = {id(first): [r["model"] for r in first.requests[before[0]:]],
             id(second): [r["model"] for r in second.requests[before[1]:]]}
@@ -73,11 +95,24 @@ def test_each_roles_calls_reach_the_model_and_endpoint_its_entry_names(graph, en
     for at, models in seen.items():
         assert all(where[m.removeprefix("m-")] is (first if at == id(first) else second) for m in models)
     called = seen[id(first)] + seen[id(second)]
-    assert {m.removeprefix("m-") for m in called} <= set(roles) and called
     counted = out["cost"]["models"]
     assert {m: c["llm_calls"] for m, c in counted.items()} == {m: called.count(m) for m in set(called)}
     assert all(c["prompt_tokens"] == 11 * c["llm_calls"] and c["completion_tokens"] == 7 * c["llm_calls"]
                for c in counted.values())  # the scripted usage: 11 + 7 tokens a call
+    return {m.removeprefix("m-") for m in called}
+
+
+@pytest.mark.parametrize("graph", graph_names())
+def test_each_roles_calls_reach_the_model_and_endpoint_its_entry_names(graph):
+    """Under each case's settings the graph calls only the roles it names for them, each where its entry says;
+    over the cases, every role it names is called."""
+    named, called = set(), set()
+    for settings in CASES[graph]:
+        roles = graph_roles(graph, settings)
+        asked = routed_calls(graph, settings, varied_reply())
+        assert asked <= roles, settings
+        named, called = named | roles, called | asked
+    assert called == named
 
 
 def test_the_selectors_old_settings_are_the_tester_and_judge_entries(endpoints):
@@ -115,7 +150,7 @@ def test_bad_role_names_are_refused_by_name(endpoints):
         Context(roles={"critc": {"model": "x"}})
     first, _ = endpoints
     with pytest.raises(ValueError, match="roles names judge, tester, which this run never calls; the roles it calls: "
-                                         "critic, debugger, solver, thinker, verifier"):
+                                         "critic, debugger, solver, thinker\n"):
         solve(PROBLEM, "codetree", context={"model": "search", "base_url": first.url, "structured_output": False,
                                             "roles": {"tester": {"model": "t"}, "judge": {"model": "j"}}})
 
@@ -136,6 +171,7 @@ def test_cost_per_model_adds_up_and_is_priced_by_hand():
         (220 * 0.5 + 300 * 2 + 50 * 10) / 1e6)
     assert default_price("gpt-4o-mini") is None and money_spent({**b, "models": {"gpt-4o-mini": {}}}, {}) is None
     assert default_price("Llama-3.1-8B-Instruct.gguf") == (8.0, 8.0)
+    assert default_price("Qwen3-30B-A3B-Instruct") == (30.0, 30.0) and default_price("mixtral-8x7b") == (56.0, 56.0)
 
 
 def test_the_cost_budget_stops_a_search_before_the_call_that_would_pass_it(endpoints):
@@ -187,3 +223,27 @@ def test_a_bench_on_two_models_replays_each_models_calls_from_its_own_cache_entr
     renamed = bench("renamed", "m-critic-2")
     assert renamed[:2] == (0, judged)  # the search model's calls replayed; the new critic's made again
     assert [r["final_code"] for r in renamed[2]] == [r["final_code"] for r in records]
+
+
+def test_a_bench_of_several_graphs_gives_each_the_roles_it_calls_and_refuses_one_none_calls(tmp_path):
+    """direct calls no Critic: beside codetree it runs without the entry, and its record does not name it; an entry
+    no graph of the bench calls stops the bench before any problem, by name."""
+    from codeforest.bench import Bench, read_results
+    from codeforest.graphs.codetree import CodeTreeContext
+    from codeforest.loading import load_dataset
+
+    tasks = load_dataset("humaneval")[:1]
+    with ScriptedEndpoint([], respond=any_role_reply) as api:
+        critic = {"critic": {"model": "m-critic", "base_url": api.url}}
+        context = CodeTreeContext(model="search", base_url=api.url, structured_output=False, codetree_max_programs=2,
+                                  roles=critic)
+        judged = CodeTreeContext.of(context, roles={**critic, "judge": {"model": "m-judge", "base_url": api.url}})
+        with pytest.raises(ValueError, match="roles names judge, which this run never calls; the roles it calls: "
+                                             "critic, debugger, solver, thinker$"):
+            Bench(["direct", "codetree"], tasks, tmp_path, context=judged, dataset="humaneval")
+        assert not api.requests
+        Bench(["direct", "codetree"], tasks, tmp_path, context=context, dataset="humaneval").run()
+    records = {r["graph"]: r for r in read_results(tmp_path)}
+    assert records["direct"]["error"] is None and "roles" not in records["direct"]["settings"]
+    assert records["codetree"]["error"] is None and records["codetree"]["settings"]["roles"] == "critic=m-critic"
+    assert "m-critic" in records["codetree"]["models"] and set(records["direct"]["models"]) == {"search"}

@@ -331,9 +331,33 @@ def test_the_tester_and_the_judge_can_have_an_endpoint_of_their_own():
     assert len(prompts) == 3 and all("You write test inputs" not in p for p in prompts)  # the search's calls only
     assert len(asked) == 3 and "You write test inputs" in asked[0] and all('"judge-7b"' in a for a in asked)
     why = out["selection"]
-    assert why["selector_model"] == "judge-7b" and why["tester_inputs"] == 1
+    assert why["tester_model"] == why["judge_model"] == "judge-7b" and why["tester_inputs"] == 1
     assert why["comparisons"][0]["verdict"] == "abstained"  # "B" in both orders: the position, not the output
     assert out["cost"]["llm_calls"] == 3 + 3
+
+
+def test_a_roles_entry_gives_the_judge_a_model_of_its_own_beside_the_selector_model_and_both_are_recorded():
+    from codeforest.scripted_endpoint import ScriptedEndpoint
+
+    def respond(body):
+        return "f(5)" if "You write test inputs" in json.dumps(body) else "Answer: B"
+
+    model, _ = script([SQUARE, SQUARE + " + 0", DOUBLE])
+    with ScriptedEndpoint([], respond=respond) as api:
+        out = run(model, selector="differential", min_candidates=3, tester_inputs=2, mutated_inputs=0,
+                  selector_model="judge-7b", selector_base_url=api.url,
+                  roles={"judge": {"model": "judge-70b", "base_url": api.url}})
+        models = [body["model"] for body in api.requests]
+    assert models == ["judge-7b", "judge-70b", "judge-70b"]  # the Tester's call, then the judge's two orders
+    assert (out["selection"]["tester_model"], out["selection"]["judge_model"]) == ("judge-7b", "judge-70b")
+
+
+def test_a_selector_stopped_by_the_cost_budget_says_which_budget():
+    model, prompts = script([SQUARE, DOUBLE, SUM], tester="f(5)")
+    out = run(model, selector="agreement", min_candidates=3, cost_budget=45e-6,  # 3 calls of 15 tokens, 1 a million
+              prices={"RespondingChatModel": (1.0, 1.0)})
+    why = out["selection"]
+    assert len(prompts) == 3 and why["tester_inputs"] == 0 and why["cost_budget"] and "token_budget" not in why
 
 
 def test_a_selector_endpoint_needs_its_model_name_and_only_the_name_is_recorded():

@@ -33,7 +33,7 @@ MANIFEST = "kb.json"
 DEFAULT_EMBEDDER = "wordllama"
 # A problem is the same as a stored one when its text is nearly the same (difflib ratio of the texts, whitespace and
 # case aside) and so is its embedding (cosine): apps_stdio150's APPS/3917 is CodeContests/1190 reworded (0.956,
-# 0.984 under WordLlama); MBPP's max-vs-min siblings, other problems, reach 0.97 in text but 0.94 in cosine. Over
+# 0.98 under WordLlama); MBPP's max-vs-min siblings, other problems, reach 0.97 in text but 0.94 in cosine. Over
 # every problem of the six datasets only those two pairs pass both (MBPP/154 is MBPP/49 reworded).
 DUPLICATE_TEXT, DUPLICATE_COSINE = 0.9, 0.95
 PACKAGED_STEPS = Path(str(resources.files("codeforest.tools") / "kb_steps.jsonl"))  # shipped in the package
@@ -95,8 +95,13 @@ def text_similarity(a: str, b: str) -> float:
 
 
 def embeddings_name(embeddings: Embeddings) -> str:
-    """What a knowledge base records about its embedder (a query must use the same one)."""
-    return getattr(embeddings, "name", None) or getattr(embeddings, "model", None) or type(embeddings).__name__
+    """What a knowledge base records about its embedder (a query must use the same one): its model's name (its
+    ``name``, ``model``, ``model_name`` or ``model_id``, wherever it is served), else its class's."""
+    for field in ("name", "model", "model_name", "model_id"):
+        value = getattr(embeddings, field, None)
+        if isinstance(value, str) and value:
+            return value
+    return type(embeddings).__name__
 
 
 def prefix_documents(record: dict) -> list[tuple[str, str, dict]]:

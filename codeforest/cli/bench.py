@@ -25,7 +25,7 @@ from codeforest.cli.common import (
     positive_int,
 )
 from codeforest.problems import DatasetError
-from codeforest.registry import graph_names
+from codeforest.registry import check_run_roles, graph_names
 
 if TYPE_CHECKING:
     from codeforest.context import Context
@@ -101,6 +101,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if not args.graph or not args.dataset:
         raise ValueError("bench needs --graph and --dataset (or --rescore-plus with --out)")
     context = context_from_args(args)
+    check_run_roles(args.graph, context)  # before a model download or a dataset fetch
     note_single_candidate(context)
     dataset = dataset_label(args.dataset)
     out = Path(args.out or f"runs/{dataset}-{model_label(context.model)}")

@@ -82,6 +82,7 @@ def task_from_args(args: argparse.Namespace) -> Task:
 def cmd_solve(args: argparse.Namespace) -> int:
     """Solve one problem, score it on private tests when it has them, report."""
     from codeforest.api import solve
+    from codeforest.context import shown_model
     from codeforest.tools.models import local_model_file
 
     context = context_from_args(args)
@@ -106,7 +107,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     plus = score_plus(task, output["final_code"] or "", backend=context.sandbox)
     if plus is not None:  # EvalPlus: private_passed is the base verdict, plus_passed base + plus
         output["plus_passed"], output["plus_pass_rate"] = plus.passed, plus.pass_rate
-    result = {"problem_id": task.id, "graph": args.graph, "model": context.model, **output,
+    result = {"problem_id": task.id, "graph": args.graph, "model": shown_model(context.model), **output,
               "spent": money_spent(output["cost"], context.prices),
               "per_model": per_model_text(output["cost"], context.prices)}
     if args.json:

@@ -8,7 +8,7 @@ recorder`` replaying the log. For each problem: the calls codeforest made that t
 released code made (each prompt asked as often, in any order); the first request the log could not answer (its role,
 and a diff against the nearest recorded request of that problem); whether the final programs are the same; whether
 the searches selected the same paths (the released ``selection_i: root->0->2`` lines, children numbered in the
-order they were made); and whether the distinct programs got the same values, in the order they were first written
+order they were made); and whether the distinct replies got the same values, in the order they were first written
 (the released ``train rewards``). Results go to ``apps.SUFFIX.jsonl`` and ``apps.SUFFIX.md`` in ``--out-dir``
 (default: beside this script).
 """
@@ -84,10 +84,11 @@ def released_path(nodes: dict, path: list[str]) -> str:
 
 
 def program_values(programs: list[dict]) -> list[float]:
-    """The value of each distinct program, in the order first written (the released ``cached_value``)."""
+    """The value of each distinct reply, in the order first written (the released ``cached_value``, keyed by the
+    reply's tokens: two replies around one program are two entries)."""
     seen: dict[str, float] = {}
     for program in programs:
-        seen.setdefault(program["code"], program["value"])
+        seen.setdefault(program.get("reply", program["code"]), program["value"])
     return [round(v, 6) for v in seen.values()]
 
 
