@@ -35,7 +35,6 @@ from codeforest.graphs import kit, selection
 from codeforest.graphs.state import Execution, NodeRecord, SearchState
 from codeforest.tools.testing import failures_text
 
-# the roles whose calls this graph makes (at some setting), besides the selector's
 BUDGET_UNIT = "llm_calls"
 SELECTIONS = ("most_tests", "random", "code", "min_diff", "max_diff")
 

@@ -41,7 +41,6 @@ from codeforest.tools.testing import (
     prm_feedback,
 )
 
-# the roles whose calls this graph makes (at some setting), besides the selector's
 BUDGET_UNIT = "programs"
 PASS_BONUS = 5 / 15
 PASS_THRESHOLD = 0.99  # the released code's "r > 0.99"

@@ -14,7 +14,6 @@ from codeforest.context import Context
 from codeforest.graphs import kit, selection
 from codeforest.graphs.state import SearchState
 
-# the roles whose calls this graph makes (at some setting), besides the selector's
 BUDGET_UNIT = "programs"
 CONTEXT = Context  # the baseline has no settings of its own
 STATE = SearchState

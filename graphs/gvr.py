@@ -44,12 +44,10 @@ from codeforest.graphs.state import NodeRecord, SearchState
 from codeforest.tools.released_exec import (
     CODEPRM_LABEL,
     RELEASED_JOIN_S,
-    released_failed_texts,
     unfinished_in_join,
 )
 from codeforest.tools.testing import prm_feedback
 
-# the roles whose calls this graph makes (at some setting), besides the selector's
 BUDGET_UNIT = "rollouts"
 ROOT = kit.ROOT
 FALLBACK_TEMPERATURE = 0.7  # the released code samples single thoughts when the list cannot be read
@@ -223,8 +221,7 @@ def simulate(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel
     record.update(kit.kept_reply(reply.raw, context.code_shown))
     pass_rate = result.pass_rate
     if released:
-        failed_texts = released_failed_texts(reply.raw, result, problem["entry_point"], label=CODEPRM_LABEL,
-                                             limit=context.test_timeout, backend=context.sandbox)
+        failed_texts = kit.released_failed(problem, reply.raw, result, context, label=CODEPRM_LABEL)
         if failed_texts:
             record["feedback"] = prm_feedback(result, failed_texts)
         if unfinished_in_join(result):  # the released executor gave up waiting: a pass rate of 0

@@ -35,7 +35,6 @@ from codeforest.graphs.gvr import best_program, retired_scores
 from codeforest.graphs.state import SearchState
 from codeforest.tools.testing import prm_feedback
 
-# the roles whose calls this graph makes (at some setting), besides the selector's
 BUDGET_UNIT = "chains"
 SCORED_VERIFY = ("threshold", "locate_min")  # the gvr_bon_verify modes that flag from the Verifier's scores
 

@@ -42,6 +42,7 @@ from codeforest.graphs.verdicts import remembered
 from codeforest.problems import Problem, public_suite, validate_problem
 from codeforest.prompts import Prompt, check_prompts_dir, load_prompt
 from codeforest.suites import ExecutionResult, TestOutcome
+from codeforest.tools.released_exec import released_failed_texts
 from codeforest.tools.sandbox import run_public_tests
 from codeforest.tools.testing import feedback_text
 from codeforest.tools.tracing import failing_test_trace
@@ -178,6 +179,17 @@ def public_pass_rate(execution: Execution | None) -> float | None:
     """The share of public tests passed; ``None`` when there are none (the program is unverified)."""
     execution = execution or {}
     return execution["passed"] / execution["total"] if execution.get("total") else None
+
+
+def released_failed(problem: Problem, reply: str, result: ExecutionResult, context: Context, *, label: str,
+                    cap: int | None = None) -> list[str]:
+    """A function problem's failing tests as the released HumanEval executor lists them
+    (``released_failed_texts``), kept for the run as its verdict is: the released code keeps a reply's feedback with
+    its reward (``cached_verbal_feedback``), so a reply written again is not run again."""
+    key = ("released failures", reply, label, cap, context.test_timeout, context.sandbox)
+    return list(remembered(problem, key, lambda: released_failed_texts(
+        reply, result, problem["entry_point"], label=label, limit=context.test_timeout, backend=context.sandbox,
+        cap=cap)))
 
 
 def program_status(execution: Execution | ExecutionResult) -> str:

@@ -23,7 +23,6 @@ from codeforest.context import Context
 from codeforest.graphs import kit, selection
 from codeforest.graphs.state import NodeRecord, SearchState
 
-# the roles whose calls this graph makes (at some setting), besides the selector's
 BUDGET_UNIT = "programs"
 SEED_STRIDE = 100_000  # sample i of run seed s gets seed s * SEED_STRIDE + i + 1
 

@@ -43,12 +43,10 @@ from codeforest.tools import ldb
 from codeforest.tools.released_exec import (
     RELEASED_JOIN_S,
     RETHINK_LABEL,
-    released_failed_texts,
     unfinished_in_join,
 )
 from codeforest.tools.testing import current_output, execution_report, is_stdin_test, prm_feedback, shown_test
 
-# the roles whose calls this graph makes (at some setting), besides the selector's
 BUDGET_UNIT = "rollouts"
 ROOT = kit.ROOT
 MAX_FAILING_TESTS = 6  # the released code lists at most 6 failing tests in the verbal feedback
@@ -553,8 +551,7 @@ def released_failed_tests(problem: Problem, reply: str, result: ExecutionResult,
     """The failing tests of a function problem's program as the released HumanEval executor reports them: the first
     six failing asserts run again in the sandbox in its harness (the program is the reply's first python block), or,
     for a run that executor would have stopped waiting for, its 21 placeholders."""
-    return released_failed_texts(reply, result, problem["entry_point"], label=RETHINK_LABEL,
-                                 limit=context.test_timeout, backend=context.sandbox, cap=MAX_FAILING_TESTS)
+    return kit.released_failed(problem, reply, result, context, label=RETHINK_LABEL, cap=MAX_FAILING_TESTS)
 
 
 def released_failure(outcome: TestOutcome) -> str:

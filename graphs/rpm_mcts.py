@@ -67,7 +67,6 @@ from codeforest.tools.released_exec import (
 )
 from codeforest.tools.testing import feedback_text
 
-# the roles whose calls this graph makes (at some setting), besides the selector's
 BUDGET_UNIT = "rollouts"
 ROOT = kit.ROOT
 UNVISITED_BONUS = 8.0  # the released code's INF for an unvisited child

@@ -145,3 +145,31 @@ def test_gvr_under_the_released_text_gives_a_programs_tests_one_shared_time(monk
         out = gvr.build_graph(model=RespondingChatModel(respond=script)).invoke({"problem": problem}, context=context)
         passed[text] = out["nodes"]["n1"]["execution"]["passed"]
     assert passed == {"line": 1, "released": 0}
+
+
+def test_a_reply_written_again_keeps_its_released_failures_for_the_run(monkeypatch):
+    """The released code keeps a reply's feedback with its reward (cached_verbal_feedback): two rollouts writing
+    the same wrong reply run its failing tests in the released harness once, and both leaves show them."""
+    from codeforest.graphs import kit
+
+    ran = []
+
+    def counting(text, result, entry, **kwargs):
+        ran.append(text)
+        return real(text, result, entry, **kwargs)
+
+    real = kit.released_failed_texts
+    monkeypatch.setattr(kit, "released_failed_texts", counting)
+    problem = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",
+               "entry_point": "inc", "public_tests": [ASSERT]}
+    wrong = "```python\ndef inc(x):\n    return x + 2\n```"
+    two = '[{"Thought-1": " Add.", "Reasonableness": 0.6}, {"Thought-2": " Sum.", "Reasonableness": 0.4}]'
+    script = RoleScript([("doesn't pass some test cases", "expand_fb"), ("Reasonableness", "expand"),
+                         ("Complete the Python program", "solver")],
+                        expand=[two], solver=[wrong] * 2, expand_fb=[two] * 2)
+    context = gvr.GvrContext(structured_output=False, gvr_width=2, gvr_rollouts=2, gvr_reward="pub_test",
+                             gvr_max_refines=0, gvr_error_text="released")
+    out = gvr.build_graph(model=RespondingChatModel(respond=script)).invoke({"problem": problem}, context=context)
+    leaves = [n for n in out["nodes"].values() if n.get("code")]
+    assert script.roles.count("solver") == 2 and len(ran) == 1 and ran[0] == wrong
+    assert len(leaves) == 2 and leaves[0]["feedback"] == leaves[1]["feedback"] and ASSERT in leaves[0]["feedback"]
