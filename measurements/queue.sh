@@ -1,36 +1,30 @@
 #!/usr/bin/env bash
-# The measurement queue of issues 17, 21, 15 and 16, in the order it runs (the issue that needs the least model
-# time left first: 17 before the rest of 15 since session 10, 21 before 15 and 16 since session 14). Every step is
-# a resumable `codeforest bench` (a rerun skips finished problems), so on a new machine rerun this script and it
-# continues. Model runs go one after another: two servers at once on 2 cores are slower than in turn. Inside a
-# step, 4 problems run at once on one server with 4 slots (since session 12): batched decoding gave 1.8x the tokens
-# per second of one stream here (27.9 against 15.2 with 4 streams; 26.7 with 8), and every call keeps its
-# 8192-token context. QUEUE_CONCURRENCY=N sets another number (not CODEFOREST_...: that prefix is codeforest's own).
-set -uo pipefail
-cd "$(dirname "$0")/.."
-[ -x .venv/bin/codeforest ] && PATH="$PWD/.venv/bin:$PATH"
-command -v codeforest > /dev/null || { echo "codeforest is not installed: run the README's set-up first" >&2; exit 1; }
+# The measurement queue of issues 17, 21, 15 and 16 (finished), in the order it ran: the issue needing the least
+# model time left went first. Every step is a resumable `codeforest bench` (a rerun skips finished problems). Model
+# runs go one after another: two servers at once on 2 cores are slower than in turn. Inside a step, 4 problems run at
+# once on one server with 4 slots: batched decoding gave 1.8x the tokens per second of one stream here (27.9 against
+# 15.2 with 4 streams; 26.7 with 8), and every call keeps its 8192-token context. QUEUE_CONCURRENCY=N sets another
+# number (not CODEFOREST_...: that prefix is codeforest's own). Rerun as a whole it would measure again every row
+# whose graph's defaults have changed since; the measurements still open are in pending.sh.
 HE="measurements/humaneval-fair-1.5b"
 AI="measurements/apps-intro-1.5b"
-# --request-timeout 1800 (until session 29): with 4 long requests on 2 cores one call took over 600 s (the
-# default) three times running (HumanEval/26 under rethink_mcts, session 13). --retry-errors reruns such a
-# problem on the next pass.
-# --request-timeout 7200 since session 29: a rethink_mcts reply that runs to its 4096-token limit beside three
-# other long calls decodes at about 1.5 tokens/s, over 30 minutes, so APPS/2085 timed out on all 3 attempts
-# A 2 GiB host prompt cache since session 30 (the default 256 MiB holds about 9,000 tokens of the 1.5B model's KV,
-# some 4 prompts): with 4 problems at once, a call's best earlier prompt (its problem, its role) was long evicted.
-# Replaying the rethink_mcts calls of apps-interview-1.5b in order, a 75,000-token cache would have served 43% of
-# prompt characters from earlier prompts, against 18% for 256 MiB, and prompt reading is most of a call's time here.
-# Measured live in session 30: 20% of prompt tokens came from the cache (51 calls), the pace did not measurably
-# change (0.48 calls a minute against about 0.5), and the process grew from 2.3 to 4.6 GB.
-# One KV cache per slot since session 34 (`kv_unified: false`; each slot holds 8,192 tokens, what a request is
-# meant to have, and none of the 2,420 calls cached in apps-interview-1.5b went over 7,000). On the unified cache each
-# slot's attention ran over every slot's cells (llama.cpp PR 14363: "cross-sequence attention which we then simply
-# discard"): with four long rethink_mcts calls the slots decoded 0.8-1.5 tokens/s each, against about 7 at short
-# contexts. Only the engine changes: prompts, output limits and cached answers are the same. Seen live the next
-# session: 2 to 4 new rethink_mcts calls a minute, against 0.1 to 0.4 on the unified cache, but over other calls
-# (more of them early in a search, with short prompts), so no controlled comparison: bench-model --slots 4 on
-# four long calls put kv_split within noise (measurements/bench-model/slots4).
+# --request-timeout 7200: a rethink_mcts reply that runs to its 4096-token limit beside three other long calls
+# decodes at about 1.5 tokens/s, over 30 minutes (at 1800 s APPS/2085 timed out on all 3 attempts; at the default
+# 600 s HumanEval/26 did). --retry-errors reruns such a problem on the next pass.
+# A 2 GiB host prompt cache (the default 256 MiB holds about 9,000 tokens of the 1.5B model's KV, some 4 prompts):
+# with 4 problems at once, a call's best earlier prompt (its problem, its role) was long evicted. Replaying the
+# rethink_mcts calls of apps-interview-1.5b in order, a 75,000-token cache would have served 43% of prompt
+# characters from earlier prompts, against 18% for 256 MiB, and prompt reading is most of a call's time here.
+# Measured live: 20% of prompt tokens came from the cache (51 calls), the pace did not measurably change (0.48 calls
+# a minute against about 0.5), and the process grew from 2.3 to 4.6 GB.
+# One KV cache per slot (`kv_unified: false`; each slot holds 8,192 tokens, what a request is meant to have, and
+# none of the 2,420 calls cached in apps-interview-1.5b went over 7,000). On the unified cache each slot's attention
+# ran over every slot's cells (llama.cpp PR 14363: "cross-sequence attention which we then simply discard"): with
+# four long rethink_mcts calls the slots decoded 0.8-1.5 tokens/s each, against about 7 at short contexts. Only the
+# engine changes: prompts, output limits and cached answers are the same. Seen live: 2 to 4 new rethink_mcts calls a
+# minute, against 0.1 to 0.4 on the unified cache, but over other calls (more of them early in a search, with short
+# prompts), so no controlled comparison: bench-model --slots 4 on four long calls put kv_split within noise
+# (measurements/bench-model/slots4).
 export CODEFOREST_LLAMA_SETTINGS='{"n_cache_reuse": 256, "cache_ram_mib": 2048, "kv_unified": false}'
 bench() { echo "== $(date -u +%FT%TZ) $*"; codeforest bench --model local --cache --seed 5 --sample 20 \
     --concurrency "${QUEUE_CONCURRENCY:-4}" --request-timeout 7200 --retry-errors "$@"; }
@@ -86,7 +80,7 @@ resample_at_tokens_of apps_interview150 "$AV" gvr
 bench --dataset apps_interview150 --out "$AV" --graph rethink_mcts
 resample_at_tokens_of apps_interview150 "$AV" rethink_mcts
 # twice: the second pass retries a problem the first left unwritten (a model fault or a raise), replaying its calls;
-# 4 problems at once like the benches (since session 35)
+# 4 problems at once like the benches
 for pass in 1 2; do
     echo "== $(date -u +%FT%TZ) collect-prm, pass $pass"
     codeforest collect-prm --dataset mbpp500 --sample 20 --seed 5 --model local --cache --request-timeout 7200 \

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The model runs the open measurements still need, one after another (one model job at a time: two at once on this
+# machine's 2 cores are slower than in turn, and each would skew the other's wall times). Every step resumes where it
+# stopped, so rerun this script on a new machine and it continues. Usage:
+#   measurements/pending.sh CODETREE_CHECKOUT RPM_MCTS_CHECKOUT RETHINKMCTS_CHECKOUT CODEPRM_CHECKOUT
+# (checkouts of the released repositories at the commits measurements/conformance/README.md names).
+#  1. The conformance recordings and their replays (issue 58): conformance/queue.sh, which only replays a dataset
+#     recorded whole.
+#  2. GVR on the APPS-interview dev sample at its default value, the paper's (gvr_reward=pub_prm), beside the
+#     committed gvr_reward=pub_test row, and plain resampling given its mean tokens: the same bench settings as that
+#     row (queue.sh), on the same response cache, so the calls both rows make replay.
+#  3. The stronger judge (issue 59): judge-1.5b/run.sh.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+[ -x .venv/bin/codeforest ] && PATH="$PWD/.venv/bin:$PATH"
+command -v codeforest > /dev/null || { echo "codeforest is not installed: run the README's set-up first" >&2; exit 1; }
+[ $# -eq 4 ] || { sed -n '2,6p' "$0" >&2; exit 2; }
+
+echo "== $(date -u +%FT%TZ) conformance recordings"
+measurements/conformance/queue.sh "$@"
+
+AV=measurements/apps-interview-1.5b
+gvr_row() {  # as queue.sh's bench: 4 problems at once on a 4-slot server, one KV cache per slot
+    echo "== $(date -u +%FT%TZ) $*"
+    CODEFOREST_LLAMA_SETTINGS='{"n_cache_reuse": 256, "cache_ram_mib": 2048, "kv_unified": false}' \
+        codeforest bench --model local --cache --seed 5 --sample 20 --concurrency 4 --request-timeout 7200 \
+        --retry-errors --dataset apps_interview150 --out "$AV" "$@"
+}
+gvr_row --graph gvr
+CODEFOREST_RESAMPLE_N=1000 gvr_row --graph resample --tokens-of gvr
+
+echo "== $(date -u +%FT%TZ) the stronger judge"
+measurements/judge-1.5b/run.sh
+echo "== $(date -u +%FT%TZ) pending measurements done"
