@@ -65,8 +65,7 @@ def context_for(name: str, context: object = None, **overrides) -> Context:
 
 def graph_roles(name: str, context: object = None) -> set[str]:
     """The roles the graph calls under this context (the selector's among them)."""
-    module = graph_module(name)
-    return module.roles(module.CONTEXT.of(context))
+    return graph_module(name).roles(context_for(name, context))
 
 
 def check_run_roles(graphs: list[str], context: Context) -> None:
