@@ -247,3 +247,14 @@ def test_a_bench_of_several_graphs_gives_each_the_roles_it_calls_and_refuses_one
     assert records["direct"]["error"] is None and "roles" not in records["direct"]["settings"]
     assert records["codetree"]["error"] is None and records["codetree"]["settings"]["roles"] == "critic=m-critic"
     assert "m-critic" in records["codetree"]["models"] and set(records["direct"]["models"]) == {"search"}
+
+
+def test_the_command_line_refuses_a_role_the_graph_never_calls_before_starting_a_model(capsys, monkeypatch):
+    from codeforest.cli import main
+    from codeforest.tools import models
+
+    monkeypatch.setattr(models, "local_model_file", lambda *a, **k: pytest.fail("a model was looked for"))
+    code = main(["solve", "--dataset", "humaneval", "--problem", "HumanEval/0", "--graph", "direct",
+                 "--role", "critic=local"])
+    assert code != 0
+    assert "roles names critic, which this run never calls; the roles it calls: solver" in capsys.readouterr().err

@@ -22,7 +22,7 @@ from codeforest.cli.common import (
 from codeforest.cost import money_spent, per_model_text
 from codeforest.loading import load_dataset, load_problem
 from codeforest.problems import DatasetError
-from codeforest.registry import graph_names
+from codeforest.registry import check_run_roles, graph_names
 from codeforest.scoring import FINAL_TIMEOUT_S, score_plus, score_private
 from codeforest.tools.redaction import redact
 
@@ -86,6 +86,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from codeforest.tools.models import local_model_file
 
     context = context_from_args(args)
+    check_run_roles([args.graph], context)  # before a model download
     note_single_candidate(context)
     task = task_from_args(args)
     if not context.base_url:
