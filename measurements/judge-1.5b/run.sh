@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Does a stronger judge make a search beat the small model's own resampling at equal cost? The embedded 0.5B writes
-# the code, the embedded 1.5B takes the judging roles (CodeTree's Critic, GVR's Verifier and locator, BESTER's
+# the code, the embedded 1.5B takes the judging roles (CodeTree's Critic, GVR's Verifier, BESTER's
 # reflection, the differential selector's Tester and judge); against plain resampling of the 0.5B alone and of the
 # 1.5B alone, priced by parameters (0.5 and 1.5 per million tokens: codeforest's default), at their defaults (20
 # programs) and at each search's mean cost. One ablation: the 1.5B in the Critic/Verifier only (BESTER's reflection
@@ -26,7 +26,7 @@ run() {  # DATASET OUT: every row of the comparison, one after another on this m
     # the small model writing, the 1.5B judging (each graph's judging roles; a role a graph never calls is refused,
     # so each graph gets its own)
     bench codetree-critic --graph codetree --model small --role critic=local
-    bench gvr-verifier --graph gvr --model small --role verifier=local --role locator=local
+    bench gvr-verifier --graph gvr --model small --role verifier=local  # no locator call at GVR's defaults
     bench bester-reflection --graph bester --model small --role reflection=local
     CODEFOREST_RESAMPLE_N=8 bench differential-judged --graph resample --model small --selector differential \
         --min-candidates 8 --role tester=local --role judge=local
