@@ -66,16 +66,20 @@ def test_codeforest_mcp_lists_every_graph_and_direct_returns_the_program(tmp_pat
 
 def test_a_tool_call_gives_each_role_its_model_and_prices_each_models_tokens(tmp_path):
     """`codeforest mcp --role critic=m-critic@URL --price ...`: the critic's calls reach the second endpoint, the
-    result counts each model's calls as the endpoints saw them and prices them (11 + 7 scripted tokens a call)."""
+    result counts each model's calls as the endpoints saw them and prices them (11 + 7 scripted tokens a call); the
+    direct tool, which calls no Critic, runs on the search model alone."""
     from codeforest.scripted_endpoint import ScriptedEndpoint, any_role_reply
 
     with ScriptedEndpoint([], respond=any_role_reply) as first, ScriptedEndpoint([], respond=any_role_reply) as second:
         flags = ["--model", "search", "--base-url", first.url, "--role", f"critic=m-critic@{second.url}",
                  "--price", "search=1", "--price", "m-critic=3"]
-        _, [(result, _)] = stdio_call(tmp_path / "server.log", flags, [
-            ("codetree", {"prompt": PROMPT, "entry_point": "increment", "public_tests": ["assert increment(1) == 2"],
-                          "settings": {"codetree_max_programs": 2, "structured_output": False}})])
-        asked = {"search": len(first.requests), "m-critic": len(second.requests)}
+        problem = {"prompt": PROMPT, "entry_point": "increment", "public_tests": ["assert increment(1) == 2"]}
+        _, [(result, _), (direct, _)] = stdio_call(tmp_path / "server.log", flags, [
+            ("codetree", {**problem, "settings": {"codetree_max_programs": 2, "structured_output": False}}),
+            ("direct", problem)])  # a graph calling no Critic runs without the entry
+        asked = {"search": len(first.requests) - 1, "m-critic": len(second.requests)}
+    assert not direct.is_error and direct.structured_content["models"] == {"search": {
+        "llm_calls": 1, "prompt_tokens": 11, "completion_tokens": 7}}
     assert not result.is_error, (tmp_path / "server.log").read_text()[-3000:]
     models = result.structured_content["models"]
     assert {name: counts["llm_calls"] for name, counts in models.items()} == asked and asked["m-critic"] > 0
@@ -140,3 +144,12 @@ def test_langgraph_dev_serves_direct_as_an_mcp_tool(tmp_path):
     assert output["public_pass_rate"] == 1.0 and output["stop_reason"] == "passed_public_tests"
     assert len(api.requests) == 1 and api.requests[0]["model"] == "m"
     assert no_problem.is_error
+
+
+def test_the_server_refuses_at_start_a_role_no_tool_calls():
+    """At the default public selector no graph asks a judge: the entry is refused by name before serving."""
+    from codeforest.mcp_server import build_server
+
+    with pytest.raises(ValueError, match="roles names judge, which this run never calls"):
+        build_server({"roles": {"judge": {"model": "j"}}})
+    assert build_server({"roles": {"judge": {"model": "j"}}, "selector": "differential"})
