@@ -26,6 +26,12 @@ def shown_model(model: str) -> str:
     return os.path.basename(model) if model.endswith(".gguf") else model
 
 
+def environment_roles() -> dict[str, RoleModel] | None:
+    """The ``roles`` the environment gives every run (``CODEFOREST_ROLES``), or None."""
+    raw = os.environ.get(ENV_PREFIX + "ROLES")
+    return None if raw is None else TypeAdapter(dict[str, RoleModel]).validate_json(raw)
+
+
 class RoleModel(BaseModel):
     """The model one role talks to: a model name at an endpoint (embedded when ``base_url`` is empty)."""
 

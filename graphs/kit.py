@@ -35,7 +35,7 @@ from langgraph.types import Command, Overwrite
 
 from codeforest.agents import critic
 from codeforest.agents.base import BudgetSpent, ModelFault, Reply, Router, counting_calls, routing
-from codeforest.context import Context
+from codeforest.context import Context, environment_roles
 from codeforest.cost import add_cost, money_spent, price_of, tokens_spent
 from codeforest.graphs.state import Execution, NodeRecord, SearchInput, SearchOutput, SearchState, merge_nodes
 from codeforest.graphs.verdicts import remembered
@@ -303,7 +303,10 @@ def roles_called(context: Context, graph_roles: Iterable[str], choices: bool = T
 
 def check_roles(context: Context, called: set[str]) -> None:
     """Refuse a ``roles`` entry for a role this run never calls (a typo, a role of another graph, or one its
-    settings leave out), by name."""
+    settings leave out), by name. Entries that are the environment's (``CODEFOREST_ROLES``) serve every graph a
+    server runs, each graph using those it calls: they are not refused here."""
+    if context.roles and context.roles == environment_roles():
+        return
     idle = sorted(set(context.roles) - called)
     if idle:
         raise ValueError(f"roles names {', '.join(idle)}, which this run never calls; the roles it calls: "

@@ -258,3 +258,17 @@ def test_the_command_line_refuses_a_role_the_graph_never_calls_before_starting_a
                  "--role", "critic=local"])
     assert code != 0
     assert "roles names critic, which this run never calls; the roles it calls: solver" in capsys.readouterr().err
+
+
+def test_the_environments_roles_serve_every_graph_each_using_those_it_calls(endpoints, monkeypatch):
+    """CODEFOREST_ROLES is a server's setting for every graph (langgraph dev): direct, which calls no Critic, runs
+    beside it and its calls stay on the search model; the same entry given to direct's run is refused."""
+    first, second = endpoints
+    monkeypatch.setenv("CODEFOREST_ROLES", json.dumps({"critic": {"model": "m-critic", "base_url": second.url}}))
+    before = len(second.requests)
+    out = solve(PROBLEM, "direct", context={"model": "search", "base_url": first.url, "structured_output": False})
+    assert out["error"] is None and set(out["cost"]["models"]) == {"search"} and len(second.requests) == before
+    monkeypatch.delenv("CODEFOREST_ROLES")
+    with pytest.raises(ValueError, match="roles names critic, which this run never calls"):
+        solve(PROBLEM, "direct", context={"model": "search", "base_url": first.url,
+                                          "roles": {"critic": {"model": "m-critic", "base_url": second.url}}})
