@@ -161,6 +161,8 @@ def read_results(out_dir: str | Path) -> list[dict]:
         if not isinstance(record, dict) or not all(isinstance(record.get(k), str) for k in RECORD_KEYS):
             log.warning("%s:%d: not a result record (needs %s), skipped", path, lineno, " and ".join(RECORD_KEYS))
             continue
+        if isinstance(record.get("model"), str):  # a record written with a .gguf model's whole path
+            record["model"] = shown_model(record["model"])
         records.append(record)
     return with_plus_verdicts(records, Path(out_dir) / PLUS_RESCORED)
 
@@ -261,7 +263,7 @@ class Bench:
         """The latest record of each (graph, problem id) for this model, dataset and these settings."""
         settings = {g: result_settings(run_context(g, self.context, self.graphs)) for g in self.graphs}
         return {(r["graph"], r["problem_id"]): r for r in latest_records(read_results(self.out))
-                if shown_model(r.get("model") or "") == self.model_name
+                if r.get("model") == self.model_name
                 and r.get("dataset", self.dataset) == self.dataset and r.get("graph") in settings
                 and (r.get("settings") or {}) == settings[r["graph"]]}
 

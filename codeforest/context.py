@@ -27,9 +27,13 @@ def shown_model(model: str) -> str:
 
 
 def environment_roles() -> dict[str, RoleModel] | None:
-    """The ``roles`` the environment gives every run (``CODEFOREST_ROLES``), or None."""
+    """The ``roles`` the environment gives every run (``CODEFOREST_ROLES``), or None (unset or unreadable: a run
+    that reads it says why)."""
     raw = os.environ.get(ENV_PREFIX + "ROLES")
-    return None if raw is None else TypeAdapter(dict[str, RoleModel]).validate_json(raw)
+    try:
+        return None if raw is None else TypeAdapter(dict[str, RoleModel]).validate_json(raw)
+    except ValidationError:
+        return None
 
 
 class RoleModel(BaseModel):

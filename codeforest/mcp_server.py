@@ -20,10 +20,9 @@ from typing_extensions import TypedDict
 from codeforest.api import solve
 from codeforest.cli import one_line, user_errors
 from codeforest.cli.solve import describe_event
-from codeforest.context import Context
 from codeforest.cost import money_spent, per_model_text
 from codeforest.problems import Problem, StdioTest, docstring_tests, validate_problem
-from codeforest.registry import check_run_roles, context_for, graph_module, graph_names, graph_roles
+from codeforest.registry import context_for, graph_module, graph_names, graph_roles
 from codeforest.tools.redaction import redact
 
 INSTRUCTIONS = ("Each tool is one code-generation method (direct is a single model call, the others search); it "
@@ -47,10 +46,8 @@ class Solution(TypedDict):
 
 
 def build_server(defaults: dict | None = None) -> MCPServer:
-    """The server with one tool per registered graph; every call's settings start from ``defaults``. A ``roles``
-    entry there that no graph calls is refused; a tool's call gets the entries its graph calls."""
-    if (defaults or {}).get("roles"):
-        check_run_roles(graph_names(), Context.of(defaults))
+    """The server with one tool per registered graph; every call's settings start from ``defaults`` (a ``roles``
+    entry there reaches the calls whose graph calls that role under the call's settings)."""
     server = MCPServer("codeforest", instructions=INSTRUCTIONS, log_level="WARNING")  # not a line per model call
     for graph in graph_names():
         module = graph_module(graph)

@@ -303,11 +303,10 @@ def roles_called(context: Context, graph_roles: Iterable[str], choices: bool = T
 
 def check_roles(context: Context, called: set[str]) -> None:
     """Refuse a ``roles`` entry for a role this run never calls (a typo, a role of another graph, or one its
-    settings leave out), by name. Entries that are the environment's (``CODEFOREST_ROLES``) serve every graph a
-    server runs, each graph using those it calls: they are not refused here."""
-    if context.roles and context.roles == environment_roles():
-        return
-    idle = sorted(set(context.roles) - called)
+    settings leave out), by name. An entry the environment gives (``CODEFOREST_ROLES``) serves every graph a
+    server runs, each graph using those it calls: it is not refused here."""
+    given = environment_roles() or {}
+    idle = sorted(role for role, entry in context.roles.items() if role not in called and given.get(role) != entry)
     if idle:
         raise ValueError(f"roles names {', '.join(idle)}, which this run never calls; the roles it calls: "
                          f"{', '.join(sorted(called))}")

@@ -314,8 +314,9 @@ def select_final(state: SearchState, runtime: Runtime[Context], model: BaseChatM
     why.update(forced=forced, changed=changed, chosen_node=chosen.node, own_node=state.get("final_node"),
                own_code=own_code, tester_inputs=len(written), mutated_inputs=len(inputs) - len(written),
                programs=len(programs), probe_runs=runs, probe_inputs=inputs)
-    entries = context.role_entries()
-    why.update({f"{role}_model": shown_model(entries[role].model) for role in ("tester", "judge") if role in entries})
+    entries, asked = context.role_entries(), kit.roles_called(context, set())
+    why.update({f"{role}_model": shown_model(entries[role].model) for role in ("tester", "judge")
+                if role in entries and role in asked})
     if context.selector == "codet":
         why["probe_expected"] = expected  # the Tester's expected value of each input (None: a mutated input)
     if help_.error and not forced:

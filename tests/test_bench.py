@@ -26,6 +26,7 @@ from codeforest.bench import (
     Bench,
     in_flight_line,
     latest_records,
+    mean_tokens_of,
     public_passing_programs,
     read_results,
     result_settings,
@@ -199,6 +200,8 @@ def test_a_gguf_model_is_recorded_by_its_file_name_and_a_run_from_its_old_path_r
     results = tmp_path / RESULTS  # records that name the model by its whole path are this model's too
     results.write_text(results.read_text().replace('"coder-q4.gguf"', '"/home/someone/models/coder-q4.gguf"'))
     assert bench("models").run().total == 0
+    assert {r["model"] for r in read_results(tmp_path)} == {"coder-q4.gguf"}  # one run in reports and samples
+    assert mean_tokens_of(read_results(tmp_path), "direct", model="coder-q4.gguf") > 0
 
 
 def test_in_flight_shows_each_running_problem_and_its_calls_so_far(tmp_path):

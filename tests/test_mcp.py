@@ -146,10 +146,13 @@ def test_langgraph_dev_serves_direct_as_an_mcp_tool(tmp_path):
     assert no_problem.is_error
 
 
-def test_the_server_refuses_at_start_a_role_no_tool_calls():
-    """At the default public selector no graph asks a judge: the entry is refused by name before serving."""
-    from codeforest.mcp_server import build_server
+def test_the_servers_role_entries_reach_a_call_whose_graph_calls_them_under_its_settings():
+    """A judge entry is dropped for a call at the public selector, which asks no judge, and kept for one that sets
+    the differential selector; a call's own roles replace the server's."""
+    from codeforest.mcp_server import call_settings
 
-    with pytest.raises(ValueError, match="roles names judge, which this run never calls"):
-        build_server({"roles": {"judge": {"model": "j"}}})
-    assert build_server({"roles": {"judge": {"model": "j"}}, "selector": "differential"})
+    server = {"model": "m", "roles": {"judge": {"model": "j"}, "critic": {"model": "c"}}}
+    assert call_settings("resample", server, {})["roles"] == {}
+    assert call_settings("resample", server, {"selector": "differential"})["roles"] == {"judge": {"model": "j"}}
+    assert call_settings("codetree", server, {})["roles"] == {"critic": {"model": "c"}}
+    assert call_settings("direct", server, {"roles": {"critic": {"model": "x"}}})["roles"] == {"critic": {"model": "x"}}

@@ -268,6 +268,12 @@ def test_the_environments_roles_serve_every_graph_each_using_those_it_calls(endp
     before = len(second.requests)
     out = solve(PROBLEM, "direct", context={"model": "search", "base_url": first.url, "structured_output": False})
     assert out["error"] is None and set(out["cost"]["models"]) == {"search"} and len(second.requests) == before
+    # the command line puts its --role entries over the environment's: each of those is still the environment's
+    given = {"critic": {"model": "m-critic", "base_url": second.url}, "solver": {"model": "m-solver",
+                                                                              "base_url": first.url}}
+    out = solve(PROBLEM, "direct", context={"model": "search", "base_url": first.url, "structured_output": False,
+                                            "roles": given})
+    assert out["error"] is None and set(out["cost"]["models"]) == {"m-solver"}
     monkeypatch.delenv("CODEFOREST_ROLES")
     with pytest.raises(ValueError, match="roles names critic, which this run never calls"):
         solve(PROBLEM, "direct", context={"model": "search", "base_url": first.url,

@@ -93,6 +93,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         select_tasks,
         write_samples,
     )
+    from codeforest.context import shown_model
     from codeforest.loading import load_dataset, released_between
     from codeforest.tools.models import local_model_file
 
@@ -111,7 +112,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     problems = args.problems.split(",") if args.problems else None
     tasks = select_tasks(tasks, problems=problems, limit=args.limit, sample=args.sample, seed=args.seed)
     if args.tokens_of:  # --tokens-of and --token-budget exclude each other
-        budgets = [mean_tokens_of(read_results(out), args.tokens_of, model=context.model, dataset=dataset)]
+        budgets = [mean_tokens_of(read_results(out), args.tokens_of, model=shown_model(context.model),
+                                  dataset=dataset)]
         err.print(f"{args.tokens_of} spent {budgets[0]:,} tokens a problem in {out}: the token budget")
     elif args.cost_budget:
         budgets = parse_cost_budgets(args.cost_budget)
