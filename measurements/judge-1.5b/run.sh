@@ -12,6 +12,10 @@ cd "$(dirname "$0")/../.."
 [ -x .venv/bin/codeforest ] && PATH="$PWD/.venv/bin:$PATH"
 command -v codeforest > /dev/null || { echo "codeforest is not installed: run the README's set-up first" >&2; exit 1; }
 export CODEFOREST_LLAMA_SETTINGS='{"n_cache_reuse": 256, "cache_ram_mib": 1024, "kv_unified": false}'
+# The rows' wall times are compared: another model job on the machine would slow some rows and not others.
+if pgrep -af "codeforest (serve|bench|solve|recorder|collect-prm)" >&2; then
+    echo "another model job is running (above): its rows' wall times would not compare; stop it first" >&2; exit 1
+fi
 
 run() {  # DATASET OUT: every row of the comparison, one after another on this machine
     local dataset="$1" out="$2"
