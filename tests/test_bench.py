@@ -183,25 +183,26 @@ def test_records_errors_resume_and_retry(tmp_path):
 def test_a_gguf_model_is_recorded_by_its_file_name_and_a_run_from_its_old_path_resumes(tmp_path):
     tasks = load_dataset("humaneval")[:2]
     good = reference_answers(tasks)
+    out, models = tmp_path / "out", tmp_path / "user-cache"  # a model file's folder: no record may name it
 
     def runner(problem, graph, context, key):  # the graph on a scripted model, as a server would run it
         return solve(problem, graph, context=context, model=good)
 
     def bench(folder: str) -> Bench:
-        context = Context(model=f"/home/someone/{folder}/coder-q4.gguf")
-        return Bench(["direct"], tasks, tmp_path, context=context, dataset="humaneval", runner=runner)
+        context = Context(model=str(models / folder / "coder-q4.gguf"))
+        return Bench(["direct"], tasks, out, context=context, dataset="humaneval", runner=runner)
 
     assert bench("models").run().done == 2
-    records = read_results(tmp_path)
-    assert {r["model"] for r in records} == {"coder-q4.gguf"} and "someone" not in (tmp_path / RESULTS).read_text()
+    records = read_results(out)
+    assert {r["model"] for r in records} == {"coder-q4.gguf"} and "user-cache" not in (out / RESULTS).read_text()
     assert records[0]["tree"] == "trees/direct/coder-q4.gguf/humaneval/HumanEval_0.json"
     again = bench("moved").run()  # the file moved: the records are still this model's
     assert (again.total, again.skipped) == (0, 2)
-    results = tmp_path / RESULTS  # records that name the model by its whole path are this model's too
-    results.write_text(results.read_text().replace('"coder-q4.gguf"', '"/home/someone/models/coder-q4.gguf"'))
+    results = out / RESULTS  # records that name the model by its whole path are this model's too
+    results.write_text(results.read_text().replace('"coder-q4.gguf"', json.dumps(str(models / "coder-q4.gguf"))))
     assert bench("models").run().total == 0
-    assert {r["model"] for r in read_results(tmp_path)} == {"coder-q4.gguf"}  # one run in reports and samples
-    assert mean_tokens_of(read_results(tmp_path), "direct", model="coder-q4.gguf") > 0
+    assert {r["model"] for r in read_results(out)} == {"coder-q4.gguf"}  # one run in reports and samples
+    assert mean_tokens_of(read_results(out), "direct", model="coder-q4.gguf") > 0
 
 
 def test_in_flight_shows_each_running_problem_and_its_calls_so_far(tmp_path):
