@@ -261,7 +261,7 @@ class Bench:
 
     def _recorded(self) -> dict[tuple[str, str], dict]:
         """The latest record of each (graph, problem id) for this model, dataset and these settings."""
-        settings = {g: result_settings(run_context(g, self.context, self.graphs)) for g in self.graphs}
+        settings = {g: result_settings(run_context(g, self.context)) for g in self.graphs}
         return {(r["graph"], r["problem_id"]): r for r in latest_records(read_results(self.out))
                 if r.get("model") == self.model_name
                 and r.get("dataset", self.dataset) == self.dataset and r.get("graph") in settings
@@ -318,7 +318,7 @@ class Bench:
 
     def run_one(self, graph: str, task: Task) -> dict:
         """Solve one task with one graph, score it on the private tests, append the record."""
-        context = run_context(graph, self.context, self.graphs)
+        context = run_context(graph, self.context)
         record = {"problem_id": task.id, "graph": graph, "model": self.model_name, "dataset": self.dataset,
                   "budget": graph_budget(graph, context), "settings": result_settings(context),
                   "final_code": "", "stop_reason": None,

@@ -76,10 +76,9 @@ def check_run_roles(graphs: list[str], context: Context) -> None:
     check_roles(context, set().union(*(graph_roles(g, context) for g in graphs)))
 
 
-def run_context(name: str, context: Context, graphs: list[str]) -> Context:
-    """The graph's context in a run of several ``graphs``: ``roles`` entries the graph never calls are left out, and
-    one that no graph of the run calls is refused (``check_run_roles``)."""
-    check_run_roles(graphs, context)
+def run_context(name: str, context: Context) -> Context:
+    """The graph's context in a run of several graphs: ``roles`` entries the graph never calls are left out (the
+    run checks once, with ``check_run_roles``, that each is called by one of them)."""
     own = context_for(name, context)
     called = graph_roles(name, own)
     return context_for(name, own, roles={r: entry for r, entry in own.roles.items() if r in called})
