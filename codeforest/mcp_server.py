@@ -20,9 +20,10 @@ from typing_extensions import TypedDict
 from codeforest.api import solve
 from codeforest.cli import one_line, user_errors
 from codeforest.cli.solve import describe_event
+from codeforest.context import Context
 from codeforest.cost import money_spent, per_model_text
 from codeforest.problems import Problem, StdioTest, docstring_tests, validate_problem
-from codeforest.registry import context_for, graph_module, graph_names, graph_roles
+from codeforest.registry import context_for, graph_module, graph_names, run_context
 from codeforest.tools.redaction import redact
 
 INSTRUCTIONS = ("Each tool is one code-generation method (direct is a single model call, the others search); it "
@@ -85,7 +86,7 @@ def graph_tool(graph: str, defaults: dict):
 
         try:
             problem = problem_of(prompt, entry_point, public_tests, problem_id)
-            context = context_for(graph, call_settings(graph, defaults, settings or {}))
+            context = call_context(graph, defaults, settings or {})
             output = solve(problem, graph, context=context, on_event=progress)
         except user_errors() as exc:  # the caller's mistake or a failing service: their text, not a crash
             raise ToolError(redact(one_line(exc))) from exc
@@ -94,14 +95,12 @@ def graph_tool(graph: str, defaults: dict):
     return run
 
 
-def call_settings(graph: str, defaults: dict, settings: dict) -> dict:
-    """One call's settings: the server's ``defaults`` under the call's own, the server's ``roles`` entries kept for
-    the roles the graph calls under them (a call's own ``roles`` are its own, checked as given)."""
-    merged = {**defaults, **settings}
-    if "roles" not in settings and merged.get("roles"):
-        called = graph_roles(graph, {k: v for k, v in merged.items() if k != "roles"})
-        merged["roles"] = {role: entry for role, entry in merged["roles"].items() if role in called}
-    return merged
+def call_context(graph: str, defaults: dict, settings: dict) -> Context:
+    """One call's context: the server's ``defaults`` under the call's own settings. The server's ``roles`` entries
+    are kept for the roles the graph calls under them (``run_context``); a call's own ``roles`` are checked as
+    given."""
+    context = context_for(graph, {**defaults, **settings})
+    return context if "roles" in settings else run_context(graph, context)
 
 
 def problem_of(prompt: str, entry_point: str | None, public_tests: list | None, problem_id: str) -> Problem:

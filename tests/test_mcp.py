@@ -149,10 +149,14 @@ def test_langgraph_dev_serves_direct_as_an_mcp_tool(tmp_path):
 def test_the_servers_role_entries_reach_a_call_whose_graph_calls_them_under_its_settings():
     """A judge entry is dropped for a call at the public selector, which asks no judge, and kept for one that sets
     the differential selector; a call's own roles replace the server's."""
-    from codeforest.mcp_server import call_settings
+    from codeforest.mcp_server import call_context
 
     server = {"model": "m", "roles": {"judge": {"model": "j"}, "critic": {"model": "c"}}}
-    assert call_settings("resample", server, {})["roles"] == {}
-    assert call_settings("resample", server, {"selector": "differential"})["roles"] == {"judge": {"model": "j"}}
-    assert call_settings("codetree", server, {})["roles"] == {"critic": {"model": "c"}}
-    assert call_settings("direct", server, {"roles": {"critic": {"model": "x"}}})["roles"] == {"critic": {"model": "x"}}
+
+    def roles(graph: str, settings: dict) -> dict:
+        return {role: entry.model for role, entry in call_context(graph, server, settings).roles.items()}
+
+    assert roles("resample", {}) == {}
+    assert roles("resample", {"selector": "differential"}) == {"judge": "j"}
+    assert roles("codetree", {}) == {"critic": "c"}
+    assert roles("direct", {"roles": {"critic": {"model": "x"}}}) == {"critic": "x"}
