@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The model runs the open measurements still need, one after another (one model job at a time: two at once on this
-# machine's 2 cores are slower than in turn, and each would skew the other's wall times). Every step resumes where it
+# The model runs the open measurements still need, one after another (one model job at a time: two at once on
+# 2 CPU cores are slower than in turn, and each would skew the other's wall times). Every step resumes where it
 # stopped, so rerun this script on a new machine and it continues. Usage:
 #   measurements/pending.sh CODETREE_CHECKOUT RPM_MCTS_CHECKOUT RETHINKMCTS_CHECKOUT CODEPRM_CHECKOUT
 # (checkouts of the released repositories at the commits measurements/conformance/README.md names).

@@ -114,7 +114,8 @@ def test_codeforest_mcp_without_the_sdk_is_one_line_naming_the_extra():
             "from codeforest.cli import main\nsys.exit(main(['mcp']))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.splitlines() == ["error: codeforest mcp needs the MCP SDK: pip install 'codeforest[mcp]'"]
+    assert done.stderr.splitlines() == [
+        'error: codeforest mcp needs the MCP SDK: pip install -e ".[mcp]" (from a clone)']
 
 
 @pytest.mark.server

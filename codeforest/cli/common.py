@@ -17,8 +17,9 @@ if TYPE_CHECKING:  # a command imports what it runs when it runs: --help stays q
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 SETTINGS_EPILOG = ("Every other setting (a graph's own, such as gvr_rollouts, verifier, codetree_evaluator; see the "
-                   "documentation's Settings page, docs/reference/settings.md) comes from the environment as "
-                   "CODEFOREST_<FIELD>, e.g. CODEFOREST_VERIFIER=http CODEFOREST_VERIFIER_URL=http://127.0.0.1:9000/score")
+                   "documentation's Settings page: mkdocs serve, then http://127.0.0.1:8000/reference/settings/) "
+                   "comes from the environment as CODEFOREST_<FIELD>, e.g. CODEFOREST_VERIFIER=http "
+                   "CODEFOREST_VERIFIER_URL=http://127.0.0.1:9000/score")
 
 
 def positive_int(text: str) -> int:

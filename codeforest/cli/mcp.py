@@ -8,7 +8,7 @@ from rich.markup import escape
 
 from codeforest.cli.common import SETTINGS_EPILOG, add_context_args, context_from_args, err
 
-MISSING_SDK = "codeforest mcp needs the MCP SDK: pip install 'codeforest[mcp]'"
+MISSING_SDK = 'codeforest mcp needs the MCP SDK: pip install -e ".[mcp]" (from a clone)'
 
 
 def register(sub) -> None:

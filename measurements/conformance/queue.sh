@@ -12,12 +12,15 @@ codetree="${1:?the path of a CodeTree checkout}"
 port="${QUEUE_PORT:-8080}"
 declare -A checkouts=([codetree]="$codetree" [rpm_mcts]="${2:-}" [rethink_mcts]="${3:-}" [codeprm]="${4:-}")
 # A stream is one method's recording of one dataset: all of them run side by side, each on a slot of its own.
+# CodeTree's two datasets are one stream, one after the other: its executor writes each program to test as the same
+# file of the checkout (temp_files/temp_test4715.py, the process id fixed by its shim) whatever the dataset.
 streams=()
 for method in codetree rpm_mcts rethink_mcts codeprm; do
     [ -n "${checkouts[$method]}" ] || continue
-    case "$method" in codetree|rethink_mcts) datasets=(humaneval apps) ;; codeprm|rpm_mcts) datasets=(apps humaneval) ;;
+    case "$method" in codetree) streams+=("codetree:humaneval apps") ;;
+                      rethink_mcts) streams+=("$method:humaneval" "$method:apps") ;;
+                      codeprm|rpm_mcts) streams+=("$method:apps" "$method:humaneval") ;;
     esac
-    for dataset in "${datasets[@]}"; do streams+=("$method:$dataset"); done
 done
 
 # One KV cache per slot and a 2 GiB host prompt cache, as measurements/queue.sh: on the shared (unified) cache each
@@ -31,6 +34,8 @@ engine='{"n_cache_reuse": 256, "cache_ram_mib": 2048, "kv_unified": false, "n_pr
 export CODEFOREST_LLAMA_SETTINGS="${CODEFOREST_LLAMA_SETTINGS:-$engine}"
 pids=()
 trap 'kill "${pids[@]}" "${server:-}" 2>/dev/null; wait' EXIT
+# Another server answering on the port would be taken for this one (and its model for the embedded 1.5B).
+if curl -sf "http://127.0.0.1:$port/v1/models" > /dev/null; then echo "port $port is in use: set QUEUE_PORT" >&2; exit 2; fi
 codeforest serve --model local --port "$port" --slots "${#streams[@]}" --n-ctx 16384 \
     > /tmp/conformance-serve.log 2>&1 & server=$!
 until curl -sf "http://127.0.0.1:$port/v1/models" > /dev/null; do
@@ -63,9 +68,10 @@ record_and_replay() {  # METHOD DATASET RECORDER_PORT: record (unless whole), th
     python "$here/$method/replay.py" "$checkout" --dataset "$dataset" || echo "$method $dataset: replay failed" >&2
 }
 for i in "${!streams[@]}"; do
-    stream="${streams[$i]}"
-    record_and_replay "${stream%%:*}" "${stream#*:}" $((port + 100 + i)) \
-        > "/tmp/conformance-${stream%%:*}-${stream#*:}.log" 2>&1 & pids+=($!)
+    stream="${streams[$i]}" method="${streams[$i]%%:*}"
+    (for dataset in ${stream#*:}; do
+         record_and_replay "$method" "$dataset" $((port + 100 + i)) > "/tmp/conformance-$method-$dataset.log" 2>&1
+     done) & pids+=($!)
 done
 wait "${pids[@]}"
 kill "$server"; wait "$server" 2>/dev/null

@@ -15,6 +15,10 @@ wait_for() {  # URL PID LOG: until URL answers; the process ending first is an e
 # tokenizer can count as more than 8,192 (gpt-4o-mini, which it was written for, takes 128k). A reply the request
 # sets no max_tokens for ends at 3,072 new tokens (see queue.sh).
 if [ -z "$upstream" ]; then
+    # another server there would be taken for this one, and its model for the embedded 1.5B
+    if curl -sf http://127.0.0.1:8080/v1/models > /dev/null; then
+        echo "port 8080 is in use: stop what serves there, or give its /v1 URL as RECORD_UPSTREAM" >&2; exit 2
+    fi
     engine='{"n_predict": 3072}'
     CODEFOREST_LLAMA_SETTINGS="${CODEFOREST_LLAMA_SETTINGS:-$engine}" \
         codeforest serve --model local --port 8080 --n-ctx 16384 > "$out/serve.log" 2>&1 & pids+=($!)

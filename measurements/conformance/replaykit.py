@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import json
 import os
+import re
 import sys
 import tempfile
 from collections import Counter
@@ -18,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from codeforest.agents.base import assemble_program
+from codeforest.jsonl import rewrite_records
 from codeforest.prompts import check_prompts_dir
 from codeforest.recorder import Recorder, nearest, prompt_text
 
@@ -152,11 +153,20 @@ def first_cell(row: dict) -> str:
     return "none" if row["recorded_whole"] else "none so far (recording in progress)"
 
 
+def stable_error(row: dict) -> dict:
+    """The row with its error text free of what changes from one replay to the next: the replaying recorder's port
+    and the scratch folder of its misses file."""
+    if not row.get("error"):
+        return row
+    error = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", row["error"])
+    return row | {"error": re.sub(r" \(see [^)]*misses\.jsonl\)", "", error)}
+
+
 def write_results(out_dir: str | Path, name: str, rows: list[dict], table: str, log: Path) -> None:
     """``NAME.jsonl`` (one row per problem) and ``NAME.md`` (the table) in ``out_dir``, never over the call log."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if (out / f"{name}.jsonl").resolve() == log.resolve():
         raise SystemExit(f"the results would overwrite the call log {log}: choose another --out-suffix")
-    (out / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    rewrite_records(out / f"{name}.jsonl", [stable_error(r) for r in rows])
     (out / f"{name}.md").write_text(table, encoding="utf-8")

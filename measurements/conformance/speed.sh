@@ -4,10 +4,11 @@
 # and the rest shows (program runs, the search's own work, what runs in parallel). Usage:
 #   measurements/conformance/speed.sh METHOD CHECKOUT LOG FINALS [DATASET] [-- REPLAY_ARGS...]
 # METHOD is codetree, rpm_mcts, rethink_mcts or codeprm; CHECKOUT its released repository; LOG and FINALS the calls
-# and final programs record.sh wrote; DATASET CodeTree's (humaneval or apps); REPLAY_ARGS go to METHOD/replay.py (for
+# and final programs record.sh wrote; DATASET humaneval or apps (default: the method's record.sh default, humaneval for
+# CodeTree and RethinkMCTS, apps for RPM-MCTS and CodePRM); REPLAY_ARGS go to METHOD/replay.py (for
 # RPM-MCTS: --kb FOLDER, a knowledge base already built). The released code runs its record.sh against a replaying
-# recorder (its setup is a second or two of the time); codeforest's replay.py serves the log itself. Writes METHOD/NAME.speed.json, NAME being
-# LOG's file name without .calls.jsonl.
+# recorder (its setup is a second or two of the time); codeforest's replay.py serves the log itself. Writes
+# METHOD/NAME.speed.json, NAME being LOG's file name without .calls.jsonl.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 method="${1:?codetree, rpm_mcts, rethink_mcts or codeprm}"
@@ -15,8 +16,14 @@ checkout="$(cd "${2:?the path of a checkout of the released repository}" && pwd)
 log="$(realpath "${3:?a call log}")"
 finals="$(realpath "${4:?its finals file}")"
 shift 4
-dataset=()
-if [ "${1:-}" != "" ] && [ "${1:-}" != "--" ]; then dataset=("$1"); shift; fi
+dataset=""
+if [ "${1:-}" != "" ] && [ "${1:-}" != "--" ]; then dataset="$1"; shift; fi
+# CodeTree's record.sh takes the dataset as an argument, the others' as CONFORMANCE_DATASET
+record_args=() replay_dataset=()
+if [ -n "$dataset" ]; then
+    replay_dataset=(--dataset "$dataset")
+    if [ "$method" = codetree ]; then record_args=("$dataset"); else export CONFORMANCE_DATASET="$dataset"; fi
+fi
 [ "${1:-}" = "--" ] && shift
 delay="${DELAY:-1}"
 name="$(basename "$log" .calls.jsonl)"
@@ -33,13 +40,12 @@ started=$(date +%s.%N)
 RECORD_UPSTREAM=http://127.0.0.1:8096/v1 RECORD_PORT=8097 RECORD_LOG="$scratch/calls.jsonl" \
     RECORD_FINALS="$scratch/finals.jsonl" CONFORMANCE_LOG="$scratch/calls.jsonl" \
     CONFORMANCE_FINALS="$scratch/finals.jsonl" CONFORMANCE_OUT="$scratch/run" \
-    "$here/$method/record.sh" "$checkout" "${dataset[@]}" > "$scratch/released.log" 2>&1 \
+    "$here/$method/record.sh" "$checkout" "${record_args[@]}" > "$scratch/released.log" 2>&1 \
     || { echo "the released run failed: see $scratch/released.log" >&2; exit 1; }
 released=$(python3 -c "print(round($(date +%s.%N) - $started, 1))")
 kill $recorder  # a replaying recorder hands each reply out once: codeforest's replay serves the log itself
 
-replay=(--log "$log" --finals "$finals" --delay "$delay" --out-suffix speed --out-dir "$scratch")
-[ "$method" = codetree ] && replay+=(--dataset "${dataset[0]:-humaneval}")
+replay=(--log "$log" --finals "$finals" --delay "$delay" --out-suffix speed --out-dir "$scratch" "${replay_dataset[@]}")
 started=$(date +%s.%N)
 python "$here/$method/replay.py" "$checkout" "${replay[@]}" "$@" > "$scratch/replay.log" 2>&1
 codeforest_s=$(python3 -c "print(round($(date +%s.%N) - $started, 1))")

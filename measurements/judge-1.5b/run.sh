@@ -17,15 +17,19 @@ if pgrep -af "codeforest (serve|bench|solve|recorder|collect-prm)" >&2; then
     echo "another model job is running (above): its rows' wall times would not compare; stop it first" >&2; exit 1
 fi
 
-run() {  # DATASET OUT: every row of the comparison, one after another on this machine
+run() {  # DATASET OUT: every row of the comparison, one after another on one machine
     local dataset="$1" out="$2"
     # Each row has a response cache of its own: a row sharing another's cache would replay the calls both make
     # (the same first prompt at the same temperature) and report less wall time than it took.
     # 4 problems at once, on servers with 4 slots each, as the other measurement queues run: batched decoding gives
     # about 1.8x the tokens a second of one stream on 2 cores; every row runs so, so their wall times compare.
+    # A row that stops short (an error, Ctrl-C) leaves the at-cost rows for a rerun: their budgets are the searches'
+    # mean costs, which must be over every problem.
+    local failed=0
     bench() { local label="$1"; shift; echo "== $(date -u +%FT%TZ) $label: $*"
         codeforest bench --dataset "$dataset" --sample 20 --seed 5 --out "$out" --request-timeout 7200 \
-            --concurrency 4 --retry-errors --cache "$out/cache/$label.sqlite" "$@"; }
+            --concurrency 4 --retry-errors --cache "$out/cache/$label.sqlite" "$@" \
+            || { failed=1; echo "$label stopped short ($?): rerun this script to continue it" >&2; }; }
     # the baselines: plain resampling, each model alone
     bench resample-small --graph resample --model small
     bench resample-local --graph resample --model local
@@ -44,7 +48,8 @@ run() {  # DATASET OUT: every row of the comparison, one after another on this m
     # plain resampling of each model at each search's mean cost per problem (as many samples as fit; a sweep shares
     # its cache, and a replayed call counts the seconds it took when made, so the wall times stay comparable)
     local budgets
-    budgets="$(search_costs "$out/results.jsonl")"
+    [ "$failed" = 0 ] || { echo "$dataset: the at-cost rows wait for every search row to finish" >&2; return 1; }
+    budgets="$(search_costs "$out/results.jsonl")" || return 1
     if [ -n "$budgets" ]; then
         CODEFOREST_RESAMPLE_N=1000 bench resample-small-at-cost --graph resample --model small --cost-budget "$budgets"
         CODEFOREST_RESAMPLE_N=1000 bench resample-local-at-cost --graph resample --model local --cost-budget "$budgets"
@@ -56,7 +61,11 @@ search_costs() {  # RESULTS: each search row's mean cost per problem (2 signific
     python3 - "$1" <<'PY'
 import collections, json, sys
 runs = collections.defaultdict(list)
-for record in map(json.loads, open(sys.argv[1], encoding="utf-8")):
+for line in open(sys.argv[1], encoding="utf-8"):
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError:  # a line cut off by a crash: the bench reruns that problem
+        continue
     settings = record.get("settings") or {}
     plain = record["graph"] == "resample" and "selector" not in settings
     if not plain and record.get("error") is None and record.get("cost") is not None:

@@ -4,7 +4,9 @@
 #   measurements/conformance/codetree/record.sh /path/to/CodeTree-checkout [humaneval|apps] [ID,ID,...]
 # humaneval (the default): HumanEval problems, its `--function` mode; apps: problems of its own APPS file
 # (data/apps_selected.json, codeforest's apps_stdio150), standard input and output. Without ids: the first five of
-# the `--sample 20 --seed 5` dev sample. Needs codeforest installed with the [local] extra and, for humaneval, the
+# the `--sample 20 --seed 5` dev sample (select_tasks(load_dataset(NAME), sample=20, seed=5)[:5], NAME humaneval164 or
+# apps_stdio150). Run one dataset at a time in a checkout: the released executor writes every program it tests to the
+# same file (temp_files/temp_test4715.py). Needs codeforest installed with the [local] extra and, for humaneval, the
 # HumanEval+ release fetched (`codeforest data fetch humaneval_plus`). The released code's own environment goes to
 # $CONFORMANCE_VENV (default ~/.cache/codeforest/conformance/codetree-venv); its run folder to $CONFORMANCE_OUT
 # (default /tmp/codetree-run-DATASET). Rerunning resumes: the recorder answers what its log already holds. The
@@ -22,8 +24,7 @@ case "$dataset" in
     humaneval) source_file="$checkout/data/humaneval.jsonl"; subset=humaneval.jsonl; mode=(--function)
                default_ids="HumanEval/159,HumanEval/65,HumanEval/91,HumanEval/135,HumanEval/7" ;;
     apps) source_file="$checkout/data/apps_selected.json"; subset=apps.json; mode=()
-          default_ids="$(python3 -c "from codeforest.bench import select_tasks; from codeforest.loading import load_dataset
-print(','.join(t.id for t in select_tasks(load_dataset('apps_stdio150'), sample=20, seed=5)[:5]))" 2>/dev/null)" ;;
+          default_ids="APPS/3874,APPS/3136,APPS/2846,APPS/4014,APPS/84" ;;
     *) echo "the dataset is humaneval or apps, not $dataset" >&2; exit 2 ;;
 esac
 ids="${3:-$default_ids}"
@@ -42,7 +43,7 @@ plus="$(ls "${CODEFOREST_CACHE:-$HOME/.cache/codeforest}"/data/HumanEvalPlus-*.j
 # The released requirements pin openai==0.28, whose module has no OpenAI class, which the code calls; the 1.x
 # client is what it runs with. vllm, transformers and datasets are shimmed (shims/); torch is never imported.
 mkdir -p "$(dirname "$venv")"
-exec 9> "$venv.lock"; flock 9  # queue.sh records both datasets side by side: one sets the environment up at a time
+exec 9> "$venv.lock"; flock 9  # two recordings started at once: one sets the environment up at a time
 [ -x "$venv/bin/python" ] || { python3 -m venv "$venv" && "$venv/bin/pip" install -q "openai>=1.40" \
     "tenacity>=8.2" "astunparse>=1.6" "jsonlines>=2.0" "numpy>=1.26" "httpx>=0.27"; }
 flock -u 9

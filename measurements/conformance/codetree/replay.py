@@ -133,12 +133,14 @@ def main() -> None:
     finals_file = Path(args.finals or HERE / f"{args.dataset}.finals.jsonl")
     records = read_records(log)[0]
     logged = [(replay_key(r["request"]), r["response"]["choices"][0]["message"]["content"]) for r in records]
-    finals: list[str] = []  # a function's is scored twice (base and weaker tests): one per problem
+    programs: list[str] = []  # a function's is scored twice (base and weaker tests): one per problem
+    run_ids: list[str] = []  # the recording run's problems, in the order it took them
     last = None
     for final in read_records(finals_file)[0] if finals_file.is_file() else []:
         if not final["entry_point"] or last != (final["entry_point"], final["program"]):
-            finals.append(final["program"])
-        last = (final["entry_point"], final["program"])
+            programs.append(final["program"])
+        last, run_ids = (final["entry_point"], final["program"]), final["ids"].split(",")
+    finals = dict(zip(run_ids, programs, strict=False))  # a run cut short scored fewer
     tasks = logged_tasks(load_dataset(DATASETS[args.dataset]), args.ids,
                          lambda t: any(belongs(k, t.problem) for k, _ in logged))
     with tempfile.TemporaryDirectory() as folder:
@@ -160,10 +162,10 @@ def main() -> None:
             return solve(task.problem, "codetree", context=settings, on_event=on_event)
 
         rows = []
-        for number, (task, output, asked) in enumerate(replayed(log, tasks, run, delay=args.delay)):
+        for task, output, asked in replayed(log, tasks, run, delay=args.delay):
             recorded = [(k, reply) for k, reply in logged if belongs(k, task.problem)]
             row = compare(task, recorded, asked, {**output, "generated_depths": depths.get(task.id, [])},
-                          finals[number] if number < len(finals) else None)
+                          finals.get(task.id))
             rows.append(row | {"delay_s": args.delay})
             print(f"{task.id}: {row['matched']}/{row['recorded_calls']} matched, first divergence: "
                   f"{row.get('first_divergence', 'none')}", flush=True)

@@ -5,33 +5,35 @@
 #   measurements/conformance/rethink_mcts/record.sh /path/to/RethinkMCTS-checkout [HumanEval/159,HumanEval/65,...]
 # Needs codeforest installed with the [local] extra (for `codeforest serve`), curl, and PyPI (for the released
 # code's own environment, $CONFORMANCE_VENV, default ~/.cache/codeforest/conformance/rethink-mcts-venv). The run
-# folder is $CONFORMANCE_OUT (default /tmp/rethink-mcts-run). Rerunning resumes: the recorder answers what its log
+# folder is $CONFORMANCE_OUT (default /tmp/rethink-mcts-run-DATASET). Rerunning resumes: the recorder answers what its log
 # already holds, and a problem whose final program is logged is not run again. The released code runs the programs
 # it generates in its own process, as it was written to: run this in a throwaway machine or container.
 # Other settings, for a dry run of the plumbing: RECORD_UPSTREAM=URL (an OpenAI-compatible /v1 base already
 # serving) records from it instead of starting `codeforest serve`; RECORD_PORT (default 8090) is the recorder's port;
-# CONFORMANCE_LOG and CONFORMANCE_FINALS (default: beside this script) are where the calls and the final programs
-# go; HUMANEVAL_FILE is the HumanEval file with public tests (default: shared/data/humaneval164.jsonl).
+# RECORD_LOG and RECORD_FINALS (default: DATASET.calls.jsonl and DATASET.finals.jsonl beside this script; also read as
+# CONFORMANCE_LOG and CONFORMANCE_FINALS) are where the calls and the final programs go; HUMANEVAL_FILE is the
+# HumanEval file with public tests (default: codeforest's humaneval164, `codeforest data fetch humaneval164`).
 # Without ids: the first five problems of the dataset's dev sample (`--sample 20 --seed 5`).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 checkout="$(cd "${1:?the path of a RethinkMCTS checkout}" && pwd)"
 dataset="${CONFORMANCE_DATASET:-humaneval}"
+cf_python="$(sed -n '1s/^#!//p' "$(command -v codeforest)")"  # the interpreter codeforest runs with
 case "$dataset" in
-    humaneval) default_ids="HumanEval/159,HumanEval/65,HumanEval/91,HumanEval/135,HumanEval/7"
-               humaneval="${HUMANEVAL_FILE:-$(cd "$here/../../.." && pwd)/../shared/data/humaneval164.jsonl}" ;;
-    apps) default_ids="APPS/2115,APPS/826,APPS/1533,APPS/323,APPS/2085"
-          humaneval="$("$(sed -n '1s/^#!//p' "$(command -v codeforest)")" "$here/../data_file.py" apps_interview150)" ;;
+    humaneval) default_ids="HumanEval/159,HumanEval/65,HumanEval/91,HumanEval/135,HumanEval/7" name=humaneval164
+               humaneval="${HUMANEVAL_FILE:-$("$cf_python" "$here/../data_file.py" humaneval164)}" ;;
+    apps) default_ids="APPS/2115,APPS/826,APPS/1533,APPS/323,APPS/2085" name=apps_interview150
+          humaneval="$("$cf_python" "$here/../data_file.py" apps_interview150)" ;;
     *) echo "CONFORMANCE_DATASET is humaneval or apps, not $dataset" >&2; exit 2 ;;
 esac
 ids="${2:-$default_ids}"  # the first 5 of the dev sample
 venv="${CONFORMANCE_VENV:-$HOME/.cache/codeforest/conformance/rethink-mcts-venv}"
 out="${CONFORMANCE_OUT:-/tmp/rethink-mcts-run-$dataset}"
-log="${CONFORMANCE_LOG:-$here/$dataset.calls.jsonl}"
-finals="${CONFORMANCE_FINALS:-$here/$dataset.finals.jsonl}"  # each problem's final program, its value, its paths
+log="${RECORD_LOG:-${CONFORMANCE_LOG:-$here/$dataset.calls.jsonl}}"
+finals="${RECORD_FINALS:-${CONFORMANCE_FINALS:-$here/$dataset.finals.jsonl}}"  # each problem's final program, its value, its paths
 port="${RECORD_PORT:-8090}"
 upstream="${RECORD_UPSTREAM:-}"
-[ -f "$humaneval" ] || { echo "no $dataset file at '$humaneval' (HUMANEVAL_FILE; codeforest data fetch apps_interview150)" >&2
+[ -f "$humaneval" ] || { echo "no $dataset file at '$humaneval' (HUMANEVAL_FILE; codeforest data fetch $name)" >&2
                         exit 2; }
 # The released code finds its own files by cutting its path at the first "RethinkMCTS" (utils.get_proj_path): the
 # run folder is $out/RethinkMCTS, and $out must not hold that name itself.

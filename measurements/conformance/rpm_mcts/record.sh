@@ -42,6 +42,9 @@ cf_python="$(sed -n '1s/^#!//p' "$(command -v codeforest)")"  # the interpreter 
 # JSONLoader needs jq) and langchain-chroma (the knowledge base: `langchain.storage` and `langchain.embeddings`, which
 # the released knowledge_base/*.py import, left langchain in 1.0), tqdm (the KB build), and wordllama for the
 # embeddings shim. sentence-transformers, transformers and torch are not installed: langchain_huggingface is shimmed.
+mkdir -p "$(dirname "$venv")"
+# queue.sh records both datasets side by side: one sets up the environment and the checkout's KB at a time
+exec 9> "$venv.lock"; flock 9
 [ -x "$venv/bin/python" ] || { python3 -m venv "$venv" && "$venv/bin/pip" install -q "openai>=1.40" "backoff>=2.2" \
     "python-dotenv>=1.0" "numpy>=1.26" "astunparse>=1.6" "astroid>=3.0" "astor>=0.8" "graphviz>=0.20" \
     "jsonlines>=4.0" "tqdm>=4.66" "jq>=1.6" "langchain>=0.3,<1" "langchain-community>=0.3" "langchain-chroma>=0.2.4" \
@@ -100,6 +103,7 @@ if [ -d "$kb/chroma_db" ] && cmp -s "$steps.new" "$steps"; then rm "$steps.new";
         PYTHONPATH="$here/shims:$checkout" "$venv/bin/python" rpm_mcts_tools/knowledge_base/vector_db_build_kb2.py) \
         > "$out/kb_build.log" 2>&1 || { cat "$out/kb_build.log"; exit 1; }
 fi
+flock -u 9
 
 source "$here/../record_common.sh"  # the model server and the recorder
 
