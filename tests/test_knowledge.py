@@ -8,6 +8,7 @@ import logging
 import types
 
 import pytest
+from langchain_core.embeddings import Embeddings
 
 from codeforest.agents.thinker import parse_steps, parse_topic
 from codeforest.cli import main
@@ -40,6 +41,23 @@ RECORDS = [
 ]
 for record in RECORDS:
     record["fingerprint"] = fingerprint(record["prompt"])
+
+
+class LetterCountEmbeddings(Embeddings):
+    """A LangChain embedder of this test module, named by ``kb_embedder='tests.test_knowledge:letter_counts'``."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0 + t.lower().count(c) for c in "abcdefghijklmnopqrstuvwxyz"] for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+def letter_counts() -> Embeddings:
+    return LetterCountEmbeddings()
+
+
+NOT_AN_EMBEDDER = 42
 
 
 @pytest.fixture(scope="module")
@@ -308,3 +326,21 @@ def test_kb_embedder_builds_and_queries_through_an_openai_compatible_endpoint_an
     assert isinstance(embedder("codeforest.tools.knowledge:WordLlamaEmbeddings"), WordLlamaEmbeddings)
     # a sentence-transformers model is told apart by its model_name, one class serving many models
     assert embeddings_name(types.SimpleNamespace(model_name="BAAI/bge-base-en-v1.5")) == "BAAI/bge-base-en-v1.5"
+
+
+def test_kb_embedder_takes_any_langchain_embeddings_by_module_and_name_and_refuses_anything_else(tmp_path):
+    """MODULE:NAME: a function making an Embeddings (or the object itself) is the KB's embedder, which the KB
+    records by class name and holds to; a name that is no Embeddings, or that cannot be imported, is refused."""
+    from codeforest.tools.knowledge import WordLlamaEmbeddings, embedder
+
+    made = embedder("tests.test_knowledge:letter_counts")
+    assert type(made) is LetterCountEmbeddings and embedder("tests.test_knowledge:letter_counts") is made
+    base = KnowledgeBase(tmp_path / "kb", made, create=True)
+    assert base.add(RECORDS) == 3 and base.manifest["embeddings"] == "LetterCountEmbeddings"
+    assert base.search(RECORDS[2]["prompt"], k=1)[0]["problem_id"] == "K/3"
+    with pytest.raises(KnowledgeError, match="built with embeddings 'LetterCountEmbeddings'"):
+        KnowledgeBase(tmp_path / "kb", WordLlamaEmbeddings())
+    with pytest.raises(KnowledgeError, match="is a int, not a LangChain Embeddings"):
+        embedder("tests.test_knowledge:NOT_AN_EMBEDDER")
+    with pytest.raises(KnowledgeError, match="cannot import nothing from tests.test_knowledge"):
+        embedder("tests.test_knowledge:nothing")

@@ -183,6 +183,43 @@ def test_knowledge_base_guards(kb_path, tmp_path):
     assert out["nodes"]["n1"]["kb_reward"] == 0.0
 
 
+def test_the_kb_embedder_setting_embeds_the_sibling_filter_and_refuses_a_kb_of_another_embedder(kb_path):
+    """kb_embedder=openai:MODEL: the sibling filter's proposals are embedded at kb_embedder_base_url (two equal
+    proposals, cosine 1 > 0.85: one kept); a KB built with WordLlama is refused under it before any model call."""
+    from codeforest.tools.knowledge import WordLlamaEmbeddings
+    from tests.fake_openai import FakeOpenAI
+
+    with FakeOpenAI([], embed=WordLlamaEmbeddings().embed_documents) as endpoint:
+        remote = {"kb_embedder": "openai:wl-256", "kb_embedder_base_url": endpoint.url}
+        script = Script(next=["Next step: Add one to the argument."] * 2, critic=["<score>9</score>"],
+                        roll=["Step 1: Add one to the argument."], code=[code("x + 1")],
+                        evaluate=["<evaluation>10</evaluation>"])
+        out = run(script, "", rpm_kb=False, rpm_width=2, **remote)
+        assert script.roles == ["next", "next", "critic", "roll", "code", "evaluate"]
+        assert out["stop_reason"] == "solved" and [n["text"] for n in out["nodes"].values()
+                                                   if n.get("parent") == "root"] == ["Add one to the argument."]
+        assert [r["model"] for r in endpoint.requests] == ["wl-256"]
+        refused = Script()
+        with pytest.raises(KnowledgeError, match="built with embeddings 'wordllama"):
+            run(refused, kb_path, **remote)
+        assert refused.roles == [] and len(endpoint.requests) == 1
+
+
+def test_the_guard_refuses_a_reworded_problem_of_another_dataset_before_any_model_call(data_dir, tmp_path):
+    """apps_stdio150's APPS/3917 is codecontests150's CodeContests/1190 reworded: a KB holding the latter refuses
+    the former at the graph's start (text 0.956, cosine over 0.95)."""
+    from codeforest.loading import load_problem
+    from codeforest.tools.knowledge import PACKAGED_STEPS, read_steps
+
+    base = KnowledgeBase(tmp_path / "kb", create=True)
+    base.add(r for r in read_steps(PACKAGED_STEPS) if r["id"] == "CodeContests/1190")
+    problem = load_problem("apps_stdio150", "APPS/3917", data_dir).problem
+    script = Script()
+    with pytest.raises(KnowledgeError, match="CodeContests/1190.*near-duplicate"):
+        run(script, str(tmp_path / "kb"), problem=problem)
+    assert script.roles == []
+
+
 def test_selection_values_and_backup_by_hand():
     paper, released = RpmContext(rpm_kb=False), RpmContext(rpm_kb=False, rpm_selection="released")
     child = {"value": 6.0, "visits": 1, "kb_reward": 0.4}
@@ -556,8 +593,11 @@ def test_the_locator_reads_the_wrong_step_and_keeps_the_analysis(reply, number, 
     assert (out.value, out.analysis, out.parsed) == (number, analysis, number != 4)
 
 
-@pytest.mark.parametrize("settings, temperature", [({}, None), ({"rpm_topic_temperature": 0.7}, 0.7)])
-def test_the_topic_call_is_greedy_or_sampled_at_the_released_temperature(kb_path, settings, temperature):
+@pytest.mark.parametrize("settings, temperature, seed", [
+    ({}, None, None),  # the model's own temperature: the context's, 0
+    ({"temperature": 0.4}, 0.0, 0),  # greedy whatever the search's temperature
+    ({"rpm_topic_temperature": 0.7}, 0.7, 0)])
+def test_the_topic_call_is_greedy_or_sampled_at_the_released_temperature(kb_path, settings, temperature, seed):
     script = Script(topic=["<topic>Math</topic>"], next=["Next step: Add one to the argument."],
                     critic=["<score>7</score>"], roll=["Step 1: Add one to the argument."], code=[code("x + 1")],
                     evaluate=["<evaluation>9</evaluation>"])
@@ -565,7 +605,8 @@ def test_the_topic_call_is_greedy_or_sampled_at_the_released_temperature(kb_path
     context = RpmContext(kb_path=kb_path, structured_output=False, rpm_width=1, **settings)
     build_graph(model=model).invoke({"problem": PROBLEM}, context=context)
     assert len(script.prompts["topic"]) == 1  # the first call of the search, before any step
-    assert model.call_kwargs[0].get("temperature") == temperature
+    assert (model.call_kwargs[0].get("temperature"), model.call_kwargs[0].get("seed")) == (temperature, seed)
+    assert RpmContext().temperature == 0.0
 
 
 def test_the_released_final_pick_walks_the_tree_depth_first():
