@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -37,8 +37,18 @@ _LEFT: ContextVar[int | None] = ContextVar("codeforest_tokens_left", default=Non
 _WINDOW: ContextVar[int | None] = ContextVar("codeforest_window", default=None)
 _COST_LEFT: ContextVar[tuple[float, dict] | None] = ContextVar("codeforest_cost_left", default=None)
 _ROLE: ContextVar[str | None] = ContextVar("codeforest_role", default=None)
-# role -> (its model, the settings its entry fixes), or None for a role without one
-Router = Callable[[str], "tuple[BaseChatModel, frozenset[str]] | None"]
+
+
+class Route(NamedTuple):
+    """Where a role's calls go: its model, the settings its entry fixes, and its context for the per-role output
+    limits (as ``counting_calls``'s ``window``: its own server's, not the search model's)."""
+
+    model: BaseChatModel
+    fixed: frozenset[str]
+    window: int | None
+
+
+Router = Callable[[str], "Route | None"]  # role -> its route, or None for a role without a model of its own
 _ROUTER: ContextVar[Router | None] = ContextVar("codeforest_router", default=None)
 CODE_TOKENS, TEXT_TOKENS = 4096, 2048  # the released CodeTree code's output limits: programs, everything else
 MIN_OUTPUT_TOKENS = 256
@@ -110,7 +120,7 @@ def acts_as(role: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
     return mark
 
 
-def _route() -> tuple[BaseChatModel, frozenset[str]] | None:
+def _route() -> Route | None:
     role, router = _ROLE.get(), _ROUTER.get()
     return router(role) if role and router else None
 
@@ -121,7 +131,7 @@ def routed(model):
     found = _route()
     if found is None:
         return model
-    own, fixed = found
+    own, fixed = found.model, found.fixed
     bound = dict(model.kwargs) if isinstance(model, RunnableBinding) else {}
     kept = {k: v for k, v in bound.items() if k not in fixed}
     fields = {k: v for k, v in kept.items() if k in getattr(type(own), "model_fields", {})}
@@ -150,8 +160,9 @@ def output_limit(msgs: list[BaseMessage], role: str, window: int) -> int:
 
 
 def _limited(model, msgs: list[BaseMessage], role: str):
-    window = _WINDOW.get()
-    if window is None or "max_tokens" in (_route() or (None, ()))[1]:  # a role's own limit stands
+    route = _route()
+    window = _WINDOW.get() if route is None else route.window  # a routed role's limits fit its own model
+    if window is None or (route is not None and "max_tokens" in route.fixed):  # a role's own limit stands
         return model
     limit = output_limit(msgs, role, window)
     if isinstance(model, BaseChatModel) and "max_tokens" in type(model).model_fields:

@@ -444,9 +444,11 @@ def latest_records(records: list[dict]) -> list[dict]:
 
 
 def mean_tokens_of(records: list[dict], graph: str, *, model: str | None = None, dataset: str | None = None) -> int:
-    """The mean tokens per problem ``graph`` spent at its defaults (no other settings, errors left out), with
-    ``model`` on ``dataset`` when given: the budget at which plain resampling is set against a search."""
-    runs = [r for r in latest_records(records) if r["graph"] == graph and not r.get("settings") and not r.get("error")
+    """The mean tokens per problem ``graph`` spent at its defaults (no other settings but a price table, which
+    changes no tokens; errors left out), with ``model`` on ``dataset`` when given: the budget at which plain
+    resampling is set against a search."""
+    runs = [r for r in latest_records(records) if r["graph"] == graph and not set(r.get("settings") or {}) - {"prices"}
+            and not r.get("error")
             and model in (None, r.get("model")) and dataset in (None, r.get("dataset", dataset))]
     if not runs:
         with_model = f" with model {model}" if model else ""

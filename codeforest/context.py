@@ -180,6 +180,14 @@ class Context(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _prices_are_not_negative(self) -> Context:
+        negative = sorted(name for name, price in self.prices.items() if min(price) < 0)
+        if negative:
+            raise ValueError(f"prices of {', '.join(negative)} are negative: give prices of at least 0 per million "
+                             "input and output tokens")
+        return self
+
+    @model_validator(mode="after")
     def _roles_are_known(self) -> Context:
         unknown = sorted(set(self.roles) - set(ROLE_NAMES))
         if unknown:

@@ -34,7 +34,7 @@ from langgraph.runtime import Runtime, get_runtime
 from langgraph.types import Command, Overwrite
 
 from codeforest.agents import critic
-from codeforest.agents.base import BudgetSpent, ModelFault, Reply, Router, counting_calls, routing
+from codeforest.agents.base import BudgetSpent, ModelFault, Reply, Route, Router, counting_calls, routing
 from codeforest.context import Context, environment_roles
 from codeforest.cost import add_cost, money_spent, price_of, tokens_spent
 from codeforest.graphs.state import Execution, NodeRecord, SearchInput, SearchOutput, SearchState, merge_nodes
@@ -94,12 +94,13 @@ def role_router(context: Context) -> Router | None:
     if not entries:
         return None
 
-    def route(role: str) -> tuple[BaseChatModel, frozenset[str]] | None:
+    def route(role: str) -> Route | None:
         entry = entries.get(role)
         if entry is None:
             return None
         fixed = frozenset(k for k in ("temperature", "max_tokens") if getattr(entry, k) is not None)
-        return chat_model(context.role_context(role)), fixed
+        own = context.role_context(role)
+        return Route(chat_model(own), fixed, output_window(own))
 
     return route
 

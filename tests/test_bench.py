@@ -685,12 +685,14 @@ def test_role_and_price_options(tmp_path):
 
 
 def test_tokens_of_runs_at_another_graphs_mean_tokens(tmp_path, capsys):
-    """``--tokens-of direct``: the mean of direct's default runs (errors and ablations left out) is the budget."""
+    """``--tokens-of direct``: the mean of direct's default runs (errors and ablations left out; a run with a price
+    table of its own counts, prices changing no tokens) is the budget."""
     from codeforest.bench import RESULTS, append_record
 
     base = {"model": "fake", "settings": {}, "error": None, "completion_tokens": 0, "final_code": ""}
-    for problem, tokens in (("HumanEval/0", 40), ("HumanEval/1", 61)):
-        append_record(tmp_path / RESULTS, {**base, "graph": "direct", "problem_id": problem, "prompt_tokens": tokens})
+    for problem, tokens, settings in (("HumanEval/0", 40, {}), ("HumanEval/1", 61, {"prices": {"fake": [1, 2]}})):
+        append_record(tmp_path / RESULTS, {**base, "graph": "direct", "problem_id": problem, "prompt_tokens": tokens,
+                                           "settings": settings})
     append_record(tmp_path / RESULTS, {**base, "graph": "direct", "problem_id": "HumanEval/2", "prompt_tokens": 900,
                                        "error": "boom"})
     append_record(tmp_path / RESULTS, {**base, "graph": "direct", "problem_id": "HumanEval/0", "prompt_tokens": 900,

@@ -99,7 +99,8 @@ def test_input_output_and_context_json_schemas_build(graph):
     assert set(compiled.get_output_jsonschema()["properties"]) == {
         "final_code", "final_node", "stop_reason", "public_pass_rate", "error", "nodes", "cost", "selection"}
     context = compiled.get_context_jsonschema()["properties"]
-    assert "model" in context and all(context[f].get("description") for f in context)
+    assert {"model", "roles", "prices", "cost_budget"} <= set(context) and all(context[f].get("description")
+                                                                            for f in context)
     assert not any(foreign(f, graph) for f in context), "Studio shows only this graph's settings"
 
 

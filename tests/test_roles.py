@@ -186,6 +186,21 @@ def test_the_cost_budget_stops_a_search_before_the_call_that_would_pass_it(endpo
         solve(PROBLEM, "resample", context={**context, "prices": {}})
 
 
+def test_the_cost_budget_adds_each_models_calls_at_its_own_price(endpoints):
+    """codetree writing on one endpoint at 1,000 per million tokens and judging on the other at 3,000: a call is
+    11 + 7 tokens, so 0.018 on the search model and 0.054 on the critic's; no call starts once 0.05 is spent, and
+    the last call started below it."""
+    first, second = endpoints
+    context = {"model": "search", "base_url": first.url, "structured_output": False, "codetree_max_programs": 20,
+               "cost_budget": 0.05, "prices": {"search": [1000, 1000], "critic": [3000, 3000]},
+               "roles": {"critic": {"model": "critic", "base_url": second.url}}}
+    out = solve(PROBLEM, "codetree", context=context)
+    calls = {name: counts["llm_calls"] for name, counts in out["cost"]["models"].items()}
+    # the strategies and the first program (0.036 spent, below 0.05), then its critic's score (0.09): the budget
+    assert out["stop_reason"] == "cost_budget" and calls == {"search": 2, "critic": 1}
+    assert money_spent(out["cost"], context["prices"]) == pytest.approx(2 * 0.018 + 0.054)
+
+
 def test_roles_and_prices_come_from_the_environment_as_json(monkeypatch):
     monkeypatch.setenv("CODEFOREST_ROLES", json.dumps({"critic": {"model": "small"}}))
     monkeypatch.setenv("CODEFOREST_PRICES", json.dumps({"gpt-4o-mini": [0.15, 0.6]}))
@@ -194,6 +209,9 @@ def test_roles_and_prices_come_from_the_environment_as_json(monkeypatch):
     monkeypatch.setenv("CODEFOREST_ROLES", json.dumps({"critc": {"model": "small"}}))
     with pytest.raises(ValueError, match="critc"):
         Context()
+    monkeypatch.delenv("CODEFOREST_ROLES")
+    with pytest.raises(ValueError, match="prices of m are negative"):
+        Context(prices={"m": (0.1, -1.0), "n": (1.0, 2.0)})
 
 
 def test_a_bench_on_two_models_replays_each_models_calls_from_its_own_cache_entries(endpoints, fixtures, tmp_path):
@@ -278,3 +296,46 @@ def test_the_environments_roles_serve_every_graph_each_using_those_it_calls(endp
     with pytest.raises(ValueError, match="roles names critic, which this run never calls"):
         solve(PROBLEM, "direct", context={"model": "search", "base_url": first.url,
                                           "roles": {"critic": {"model": "m-critic", "base_url": second.url}}})
+
+
+def test_a_routed_roles_output_limit_fits_its_own_models_context():
+    """The per-role output limits (2,048 tokens for text) come from the model a call goes to: a critic routed to
+    an endpoint (window 0, its context unknown) gets the fixed 2,048 under a small embedded search model; routed to
+    a 2,000-token server it gets what the prompt leaves; a role without a model of its own gets the search
+    model's."""
+    from langchain_core.messages import HumanMessage
+    from langchain_openai import ChatOpenAI
+
+    from codeforest.agents.base import Route, _limited, acts_as, counting_calls, routing
+
+    search, critic = (ChatOpenAI(base_url="http://127.0.0.1:9/v1", api_key="k", model=name)
+                      for name in ("search", "critic"))
+    msgs = [HumanMessage("q" * 3000)]  # 3,000 // 3 + 64 = 1,064 tokens counted for the prompt
+
+    def limit(role: str, critic_window: int | None) -> int | None:
+        router = {"critic": Route(critic, frozenset(), critic_window)}.get
+        with routing(router):
+            return acts_as(role)(lambda: _limited(search, msgs, "text").max_tokens)()
+
+    with counting_calls(window=2000):  # the search model: an embedded server of 2,000 tokens a slot
+        assert limit("critic", 0) == 2048
+        assert limit("critic", 16384) == 2048 and limit("critic", 1500) == 1500 - 1064
+        assert limit("solver", 0) == 2000 - 1064
+
+
+def test_the_command_line_finds_every_models_file_and_price_before_the_first_call(endpoints, capsys, tmp_path):
+    """A critic's .gguf that is not there stops solve, and a cost budget over a model without a price stops bench,
+    before any request and before a record is written."""
+    from codeforest.cli import main
+
+    first, _ = endpoints
+    before = len(first.requests)
+    search = ["--model", "search", "--base-url", first.url, "--dataset", "humaneval"]
+    missing = tmp_path / "critic-1.5b.gguf"
+    assert main(["solve", *search, "--problem", "HumanEval/0", "--graph", "codetree",
+                 "--role", f"critic={missing}"]) != 0
+    assert "critic-1.5b.gguf" in capsys.readouterr().err
+    assert main(["bench", *search, "--graph", "resample", "--limit", "1", "--out", str(tmp_path / "run"),
+                 "--cost-budget", "0.01"]) == 2
+    assert "cost_budget needs a price for search" in capsys.readouterr().err
+    assert len(first.requests) == before and not (tmp_path / "run").exists()

@@ -27,6 +27,20 @@ def test_every_graph_stops_at_the_token_budget_with_its_best_program(graph, budg
         assert out["final_code"] and out["final_node"] in out["nodes"]
 
 
+@pytest.mark.parametrize("budget", [0.05, 0.09])
+@pytest.mark.parametrize("graph", [g for g in graph_names() if g != "direct"])
+def test_every_graph_stops_at_the_cost_budget_with_its_best_program(graph, budget):
+    """At 1,000 per million prompt tokens and 2,000 per million completion tokens a scripted call costs
+    10 * 0.001 + 5 * 0.002 = 0.02: a call starts while less than the budget is spent, so 0.05 lets 3 calls start
+    and 0.09 lets 5."""
+    model = RespondingChatModel(respond=Universal(wrong=True))
+    out = run(graph, INC, model=model, cost_budget=budget, prices={"RespondingChatModel": (1000.0, 2000.0)})
+    assert out["stop_reason"] == "cost_budget" and out["error"] is None
+    assert len(model.calls) == out["cost"]["llm_calls"] == {0.05: 3, 0.09: 5}[budget]
+    if out["cost"]["programs"]:
+        assert out["final_code"] and out["final_node"] in out["nodes"]
+
+
 def test_a_budget_the_search_does_not_reach_changes_nothing():
     plain = run("codetree", INC, model=RespondingChatModel(respond=Universal()))
     budgeted = run("codetree", INC, model=RespondingChatModel(respond=Universal()), token_budget=10_000)

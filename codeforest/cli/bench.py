@@ -23,6 +23,7 @@ from codeforest.cli.common import (
     iso_date,
     note_single_candidate,
     positive_int,
+    prepare_models,
 )
 from codeforest.problems import DatasetError
 from codeforest.registry import check_run_roles, graph_names
@@ -94,8 +95,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         write_samples,
     )
     from codeforest.context import shown_model
+    from codeforest.graphs.kit import check_prices
     from codeforest.loading import load_dataset, released_between
-    from codeforest.tools.models import local_model_file
 
     if args.rescore_plus:
         return rescore_plus(args)
@@ -124,14 +125,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
     elif len(budgets) > 1 and not context.cache_path and not args.server:
         context.cache_path = str(out / "responses.sqlite")  # the smaller budgets replay the larger runs' calls
         err.print(f"A budget sweep shares the response cache {context.cache_path} (--cache PATH for another)")
+    if args.cost_budget:  # every model of the run priced, before anything starts
+        check_prices(context.model_copy(update={"cost_budget": budgets[0]}))
     runner = None
     if args.server:  # the server runs the model: nothing to start or download here
         from codeforest.server_runs import ServerSolver
 
         runner = ServerSolver(args.server, out)
-    elif not context.base_url:
-        context.server_slots = max(context.server_slots, args.concurrency)
-        local_model_file(context.model, progress=err.print)  # a download or a missing .gguf before the first problem
+    else:  # a download or a missing .gguf before the first problem
+        prepare_models(context, args.graph, slots=args.concurrency)
     errored = []
     for budget in budgets:
         if args.cost_budget:

@@ -17,6 +17,7 @@ from codeforest.cli.common import (
     context_from_args,
     err,
     note_single_candidate,
+    prepare_models,
     seconds,
 )
 from codeforest.cost import money_spent, per_model_text
@@ -83,14 +84,11 @@ def cmd_solve(args: argparse.Namespace) -> int:
     """Solve one problem, score it on private tests when it has them, report."""
     from codeforest.api import solve
     from codeforest.context import shown_model
-    from codeforest.tools.models import local_model_file
-
     context = context_from_args(args)
     check_run_roles([args.graph], context)  # before a model download
     note_single_candidate(context)
     task = task_from_args(args)
-    if not context.base_url:
-        local_model_file(context.model, progress=err.print)  # a download or a missing .gguf before the search
+    prepare_models(context, [args.graph])  # a download, a missing .gguf or a missing price before the search
     err.print(f"[bold]{task.id}[/bold] from {task.source} with graph [bold]{args.graph}[/bold], model "
               f"{context.model}" + (f" at {escape(redact(context.base_url))}" if context.base_url else " (embedded)"))
 
