@@ -14,6 +14,9 @@ declare -A checkouts=([codetree]="$codetree" [rpm_mcts]="${2:-}" [rethink_mcts]=
 # A stream is one method's recording of one dataset: all of them run side by side, each on a slot of its own.
 # CodeTree's two datasets are one stream, one after the other: its executor writes each program to test as the same
 # file of the checkout (temp_files/temp_test4715.py, the process id fixed by its shim) whatever the dataset.
+# RethinkMCTS records its problems 4 at a time, each in its own process and copy of the checkout (its record.sh's
+# CONFORMANCE_PARALLEL), on 3 more slots: its APPS problems take the longest, and their replies decode in one batch.
+declare -A parallel=([rethink_mcts]=4)
 streams=()
 for method in codetree rpm_mcts rethink_mcts codeprm; do
     [ -n "${checkouts[$method]}" ] || continue
@@ -36,7 +39,7 @@ pids=()
 trap 'kill "${pids[@]}" "${server:-}" 2>/dev/null; wait' EXIT
 # Another server answering on the port would be taken for this one (and its model for the embedded 1.5B).
 if curl -sf "http://127.0.0.1:$port/v1/models" > /dev/null; then echo "port $port is in use: set QUEUE_PORT" >&2; exit 2; fi
-codeforest serve --model local --port "$port" --slots "${#streams[@]}" --n-ctx 16384 \
+codeforest serve --model local --port "$port" --slots $(( ${#streams[@]} + ${parallel[rethink_mcts]} - 1 )) --n-ctx 16384 \
     > /tmp/conformance-serve.log 2>&1 & server=$!
 until curl -sf "http://127.0.0.1:$port/v1/models" > /dev/null; do
     kill -0 "$server" 2>/dev/null || { cat /tmp/conformance-serve.log >&2; exit 1; }; sleep 2
@@ -62,8 +65,8 @@ record_and_replay() {  # METHOD DATASET RECORDER_PORT: record (unless whole), th
     elif [ "$method" = codetree ]; then
         "$here/codetree/record.sh" "$checkout" "$dataset" || echo "codetree $dataset: the recording stopped ($?)" >&2
     else
-        CONFORMANCE_DATASET="$dataset" "$here/$method/record.sh" "$checkout" \
-            || echo "$method $dataset: the recording stopped ($?)" >&2
+        CONFORMANCE_DATASET="$dataset" CONFORMANCE_PARALLEL="${parallel[$method]:-1}" "$here/$method/record.sh" \
+            "$checkout" || echo "$method $dataset: the recording stopped ($?)" >&2
     fi
     python "$here/$method/replay.py" "$checkout" --dataset "$dataset" || echo "$method $dataset: replay failed" >&2
 }

@@ -13,11 +13,15 @@
 # RECORD_LOG and RECORD_FINALS (default: DATASET.calls.jsonl and DATASET.finals.jsonl beside this script; also read as
 # CONFORMANCE_LOG and CONFORMANCE_FINALS) are where the calls and the final programs go; HUMANEVAL_FILE is the
 # HumanEval file with public tests (default: codeforest's humaneval164, `codeforest data fetch humaneval164`).
-# Without ids: the first five problems of the dataset's dev sample (`--sample 20 --seed 5`).
+# Without ids: the first five problems of the dataset's dev sample (`--sample 20 --seed 5`). CONFORMANCE_PARALLEL=N
+# (default 1) records N problems at once, each in a copy of the checkout of its own (the LDB debugger writes its
+# trace files into the working folder under names drawn from a seeded random stream), all through the one recorder;
+# leave it at 1 when timing the released run (speed.sh).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 checkout="$(cd "${1:?the path of a RethinkMCTS checkout}" && pwd)"
 dataset="${CONFORMANCE_DATASET:-humaneval}"
+command -v codeforest > /dev/null || { echo "codeforest is not on PATH: activate its environment" >&2; exit 2; }
 cf_python="$(sed -n '1s/^#!//p' "$(command -v codeforest)")"  # the interpreter codeforest runs with
 case "$dataset" in
     humaneval) default_ids="HumanEval/159,HumanEval/65,HumanEval/91,HumanEval/135,HumanEval/7" name=humaneval164
@@ -78,20 +82,21 @@ source "$here/../record_common.sh"  # the model server and the recorder
 # Each problem in its own process, as run.py does with --index (its default is all 164 in one process; no search
 # state is carried from one problem to the next there either). Every search setting is run.py's default. A problem
 # whose final program is logged is whole and is not run again (a rerun would only spend its test runs).
-cd "$run"
+parallel="${CONFORMANCE_PARALLEL:-1}"
 : > "$out/released.log"
 mkdir -p "$out/logs"
 touch "$finals"
-failed=()
-for id in ${ids//,/ }; do
-    n="${id#*/}"
-    if grep -q "\"task_id\": \"$id\"" "$finals"; then echo "$id: recorded whole (its final program is logged)"; continue; fi
-    PATH="$venv/bin:$PATH" OPENAI_BASE_URL="http://127.0.0.1:$port/v1" OPENAI_API_KEY=recorded \
-        "$venv/bin/python" "$here/shims/run_released.py" run.py --index "$n" 2>&1 \
-        | tee "$out/logs/$n.log" | tee -a "$out/released.log" || failed+=("$id")
+rm -f "$out/failed"
+running=()
+record_problem() {  # ID FOLDER: run the released search on one problem in FOLDER, then log its final program
+    local id="$1" n="${1#*/}" folder="$2"
+    (cd "$folder" && PATH="$venv/bin:$PATH" OPENAI_BASE_URL="http://127.0.0.1:$port/v1" OPENAI_API_KEY=recorded \
+        "$venv/bin/python" "$here/shims/run_released.py" run.py --index "$n") > "$out/logs/$n.log" 2>&1 \
+        || echo "$id" >> "$out/failed"
     # the final program (the released argmax of train rewards) and the path each rollout selected (chance-node
     # positions from the root), as the released run prints it
-    python3 - "$run/results/humaneval/Experiment_0/$n.json" "$id" "$out/logs/$n.log" "$finals" <<'PY' || failed+=("$id")
+    python3 - "$folder/results/humaneval/Experiment_0/$n.json" "$id" "$out/logs/$n.log" "$finals" <<'PY' \
+        || echo "$id" >> "$out/failed"
 import json, os, re, sys
 path, task_id, output, target = sys.argv[1:]
 if not os.path.exists(path):
@@ -105,5 +110,24 @@ with open(target, "a") as f:
                         "selections": selections}) + "\n")
 print(f"{task_id}: final program logged")
 PY
+    cat "$out/logs/$n.log" >> "$out/released.log"
+}
+for id in ${ids//,/ }; do
+    if grep -q "\"task_id\": \"$id\"" "$finals"; then echo "$id: recorded whole (its final program is logged)"; continue; fi
+    folder="$run"
+    if [ "$parallel" -gt 1 ]; then  # a copy of its own, made from the run folder with its problems file
+        folder="$out/problem-${id#*/}/RethinkMCTS"
+        rm -rf "$folder" && mkdir -p "$(dirname "$folder")" && cp -r "$run" "$folder"
+    fi
+    while :; do  # the problems still being recorded (the model server and the recorder run in the background too)
+        alive=()
+        for pid in "${running[@]}"; do if kill -0 "$pid" 2>/dev/null; then alive+=("$pid"); fi; done
+        running=("${alive[@]}")
+        [ "${#running[@]}" -lt "$parallel" ] && break
+        sleep 5
+    done
+    echo "$id: recording (log: $out/logs/${id#*/}.log)"
+    record_problem "$id" "$folder" & running+=($!)
 done
-[ ${#failed[@]} -eq 0 ] || { echo "the released code failed on: ${failed[*]}" >&2; exit 1; }
+for pid in "${running[@]}"; do wait "$pid" || true; done
+[ ! -s "$out/failed" ] || { echo "the released code failed on: $(paste -sd' ' "$out/failed")" >&2; exit 1; }

@@ -33,6 +33,7 @@ port="${RECORD_PORT:-8090}"
 log="${RECORD_LOG:-$here/$dataset.calls.jsonl}"
 finals="${RECORD_FINALS:-$here/$dataset.finals.jsonl}"  # each problem's final program and tree, from the released output
 upstream="${RECORD_UPSTREAM:-}"
+command -v codeforest > /dev/null || { echo "codeforest is not on PATH: activate its environment" >&2; exit 2; }
 cf_python="$(sed -n '1s/^#!//p' "$(command -v codeforest)")"  # the interpreter codeforest runs with
 
 # What the released search imports, and no more (its pyproject also lists torch's stack, datasets, cilog...):
