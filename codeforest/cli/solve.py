@@ -84,6 +84,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     """Solve one problem, score it on private tests when it has them, report."""
     from codeforest.api import solve
     from codeforest.context import shown_model
+
     context = context_from_args(args)
     check_run_roles([args.graph], context)  # before a model download
     note_single_candidate(context)

@@ -39,7 +39,7 @@ until curl -sf http://127.0.0.1:8096/v1/models > /dev/null; do sleep 1; done
 started=$(date +%s.%N)
 RECORD_UPSTREAM=http://127.0.0.1:8096/v1 RECORD_PORT=8097 RECORD_LOG="$scratch/calls.jsonl" \
     RECORD_FINALS="$scratch/finals.jsonl" CONFORMANCE_LOG="$scratch/calls.jsonl" \
-    CONFORMANCE_FINALS="$scratch/finals.jsonl" CONFORMANCE_OUT="$scratch/run" \
+    CONFORMANCE_FINALS="$scratch/finals.jsonl" CONFORMANCE_OUT="$scratch/run" CONFORMANCE_PARALLEL=1 \
     "$here/$method/record.sh" "$checkout" "${record_args[@]}" > "$scratch/released.log" 2>&1 \
     || { echo "the released run failed: see $scratch/released.log" >&2; exit 1; }
 released=$(python3 -c "print(round($(date +%s.%N) - $started, 1))")
