@@ -339,3 +339,21 @@ def test_the_command_line_finds_every_models_file_and_price_before_the_first_cal
                  "--cost-budget", "0.01"]) == 2
     assert "cost_budget needs a price for search" in capsys.readouterr().err
     assert len(first.requests) == before and not (tmp_path / "run").exists()
+
+
+def test_the_command_line_gets_every_embedded_model_of_the_run_ready_with_its_slots(monkeypatch):
+    """An endpoint writing code and the embedded 1.5B as its critic: the critic's file is looked for and its server
+    gets the run's slots; a role entry the graph never calls (codetree asks no judge) is left alone, and a run on
+    endpoints only starts no server."""
+    from codeforest.cli.common import prepare_models
+    from codeforest.tools import models
+
+    looked = []
+    monkeypatch.setattr(models, "local_model_file", lambda model, progress=None: looked.append(model))
+    endpoint = {"model": "search", "base_url": "http://127.0.0.1:9/v1"}
+    context = Context(**endpoint, roles={"critic": {"model": "local"}, "judge": {"model": "/no/such/judge.gguf"}})
+    prepare_models(context, ["codetree"], slots=4)
+    assert looked == ["local"] and context.role_context("critic").server_slots == 4
+    remote = Context(**endpoint, roles={"critic": {"model": "c", "base_url": "http://127.0.0.1:9/v1"}})
+    prepare_models(remote, ["codetree"], slots=4)
+    assert looked == ["local"] and remote.server_slots == Context().server_slots

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Every conformance recording, then its replay, all on one model server: each method's datasets run side by side,
-# each on a slot of its own (the server answers as many requests at a time), and the README's table is rebuilt
-# at the end. Each step resumes where it stopped: rerun this script on a new machine and it continues (a dataset
+# Every conformance recording, then its replay, all on one model server: the methods' recordings run side by side,
+# each request on a slot of its own (the server answers as many requests at a time), and the README's table is
+# rebuilt at the end. Each step resumes where it stopped: rerun this script on a new machine and it continues (a dataset
 # whose last replay found its five problems whole is only replayed). Usage:
 #   measurements/conformance/queue.sh CODETREE_CHECKOUT [RPM_MCTS_CHECKOUT [RETHINKMCTS_CHECKOUT [CODEPRM_CHECKOUT]]]
 # (a checkout of each released repository at the commit the README names; see README.md). QUEUE_PORT (default 8080)
@@ -11,11 +11,11 @@ here="$(cd "$(dirname "$0")" && pwd)"
 codetree="${1:?the path of a CodeTree checkout}"
 port="${QUEUE_PORT:-8080}"
 declare -A checkouts=([codetree]="$codetree" [rpm_mcts]="${2:-}" [rethink_mcts]="${3:-}" [codeprm]="${4:-}")
-# A stream is one method's recording of one dataset: all of them run side by side, each on a slot of its own.
+# A stream is one method's recording of one dataset: all of them run side by side.
 # CodeTree's two datasets are one stream, one after the other: its executor writes each program to test as the same
 # file of the checkout (temp_files/temp_test4715.py, the process id fixed by its shim) whatever the dataset.
 # RethinkMCTS records its problems 4 at a time, each in its own process and copy of the checkout (its record.sh's
-# CONFORMANCE_PARALLEL), on 3 more slots: its APPS problems take the longest, and their replies decode in one batch.
+# CONFORMANCE_PARALLEL), on a slot each: its APPS problems take the longest, and their replies decode in one batch.
 declare -A parallel=([rethink_mcts]=4)
 streams=()
 for method in codetree rpm_mcts rethink_mcts codeprm; do
@@ -39,7 +39,9 @@ pids=()
 trap 'kill "${pids[@]}" "${server:-}" 2>/dev/null; wait' EXIT
 # Another server answering on the port would be taken for this one (and its model for the embedded 1.5B).
 if curl -sf "http://127.0.0.1:$port/v1/models" > /dev/null; then echo "port $port is in use: set QUEUE_PORT" >&2; exit 2; fi
-codeforest serve --model local --port "$port" --slots $(( ${#streams[@]} + ${parallel[rethink_mcts]} - 1 )) --n-ctx 16384 \
+slots=0  # a slot for each request the streams may send at once
+for stream in "${streams[@]}"; do slots=$((slots + ${parallel[${stream%%:*}]:-1})); done
+codeforest serve --model local --port "$port" --slots "$slots" --n-ctx 16384 \
     > /tmp/conformance-serve.log 2>&1 & server=$!
 until curl -sf "http://127.0.0.1:$port/v1/models" > /dev/null; do
     kill -0 "$server" 2>/dev/null || { cat /tmp/conformance-serve.log >&2; exit 1; }; sleep 2

@@ -20,6 +20,7 @@ dataset=""
 if [ "${1:-}" != "" ] && [ "${1:-}" != "--" ]; then dataset="$1"; shift; fi
 # CodeTree's record.sh takes the dataset as an argument, the others' as CONFORMANCE_DATASET
 record_args=() replay_dataset=()
+unset CONFORMANCE_DATASET  # no dataset given: each side's own default
 if [ -n "$dataset" ]; then
     replay_dataset=(--dataset "$dataset")
     if [ "$method" = codetree ]; then record_args=("$dataset"); else export CONFORMANCE_DATASET="$dataset"; fi

@@ -1,6 +1,6 @@
 # Sourced by the RethinkMCTS and CodePRM record.sh: tiktoken_offline VENV puts tiktoken's cl100k_base file in
 # VENV/tiktoken-cache and points TIKTOKEN_CACHE_DIR at it. tiktoken downloads that file on first use from a host
-# this machine cannot reach; the LiteLLM wheel on PyPI ships that very file, and its sha256 is checked against
+# outside PyPI, which an offline machine cannot reach; the LiteLLM wheel on PyPI ships that very file, and its sha256 is checked against
 # tiktoken's own before it is used, so token counts and cuts are the released ones.
 tiktoken_offline() {  # VENV: a virtual environment with tiktoken installed
     local venv="$1" tok="$1/tiktoken-cache" wheel

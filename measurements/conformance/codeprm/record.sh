@@ -45,7 +45,7 @@ case "$out" in *CodePRM*) echo "CONFORMANCE_OUT must not contain 'CodePRM'" >&2;
 # Only what the released search imports and uses: the OpenAI 1.x client (ChatModels.GPT35), tiktoken (its token
 # state), numpy, jsonlines (the HumanEval-format reader), astunparse (the executor) and tqdm. torch and the packages
 # of local models, the trained PRM and plotting are shimmed (shims/). tiktoken's cl100k_base file, which tiktoken
-# downloads on first use from a host this machine cannot reach, is taken from the LiteLLM wheel on PyPI, which ships
+# downloads on first use from a host outside PyPI (unreachable offline), is taken from the LiteLLM wheel on PyPI, which ships
 # that very file; tiktoken checks its hash.
 mkdir -p "$(dirname "$venv")"
 exec 9> "$venv.lock"; flock 9  # queue.sh records a method's datasets side by side: one sets the environment up at a time

@@ -31,6 +31,8 @@ case "$dataset" in
     *) echo "CONFORMANCE_DATASET is humaneval or apps, not $dataset" >&2; exit 2 ;;
 esac
 ids="${2:-$default_ids}"  # the first 5 of the dev sample
+parallel="${CONFORMANCE_PARALLEL:-1}"
+[[ "$parallel" =~ ^[1-9][0-9]*$ ]] || { echo "CONFORMANCE_PARALLEL is a count of problems, not '$parallel'" >&2; exit 2; }
 venv="${CONFORMANCE_VENV:-$HOME/.cache/codeforest/conformance/rethink-mcts-venv}"
 out="${CONFORMANCE_OUT:-/tmp/rethink-mcts-run-$dataset}"
 log="${RECORD_LOG:-${CONFORMANCE_LOG:-$here/$dataset.calls.jsonl}}"
@@ -45,8 +47,8 @@ case "$out" in *RethinkMCTS*) echo "CONFORMANCE_OUT must not contain 'RethinkMCT
 
 # Only what the released search imports and uses. torch, torcheval, torchmetrics, transformers, accelerate, sklearn,
 # matplotlib and pyext are shimmed (shims/): they are imported at module level and unused on this path, or (torch)
-# only hold token ids in lists. tiktoken's cl100k_base file, which tiktoken downloads on first use from a host this
-# machine cannot reach, is taken from the LiteLLM wheel on PyPI, which ships that very file; tiktoken checks its hash.
+# only hold token ids in lists. tiktoken's cl100k_base file, which tiktoken downloads on first use from a host outside
+# PyPI (unreachable offline), is taken from the LiteLLM wheel on PyPI, which ships that very file; tiktoken checks its hash.
 # astroid stays below 4, whose AstroidBuilder needs a manager argument the released LDB debugger does not pass.
 mkdir -p "$(dirname "$venv")"
 exec 9> "$venv.lock"; flock 9  # queue.sh records a method's datasets side by side: one sets the environment up at a time
@@ -82,17 +84,14 @@ source "$here/../record_common.sh"  # the model server and the recorder
 # Each problem in its own process, as run.py does with --index (its default is all 164 in one process; no search
 # state is carried from one problem to the next there either). Every search setting is run.py's default. A problem
 # whose final program is logged is whole and is not run again (a rerun would only spend its test runs).
-parallel="${CONFORMANCE_PARALLEL:-1}"
-: > "$out/released.log"
 mkdir -p "$out/logs"
 touch "$finals"
 rm -f "$out/failed"
-running=()
 record_problem() {  # ID FOLDER: run the released search on one problem in FOLDER, then log its final program
     local id="$1" n="${1#*/}" folder="$2"
     (cd "$folder" && PATH="$venv/bin:$PATH" OPENAI_BASE_URL="http://127.0.0.1:$port/v1" OPENAI_API_KEY=recorded \
-        "$venv/bin/python" "$here/shims/run_released.py" run.py --index "$n") > "$out/logs/$n.log" 2>&1 \
-        || echo "$id" >> "$out/failed"
+        "$venv/bin/python" "$here/shims/run_released.py" run.py --index "$n") 2>&1 | tee "$out/logs/$n.log" \
+        | if [ "$parallel" = 1 ]; then cat; else cat > /dev/null; fi || echo "$id" >> "$out/failed"
     # the final program (the released argmax of train rewards) and the path each rollout selected (chance-node
     # positions from the root), as the released run prints it
     python3 - "$folder/results/humaneval/Experiment_0/$n.json" "$id" "$out/logs/$n.log" "$finals" <<'PY' \
@@ -110,24 +109,29 @@ with open(target, "a") as f:
                         "selections": selections}) + "\n")
 print(f"{task_id}: final program logged")
 PY
-    cat "$out/logs/$n.log" >> "$out/released.log"
 }
+# Problems recorded at once run as background jobs, each in a process group of its own (job control), so that a
+# stop ends each one's released run with it.
+running=()
+[ "$parallel" = 1 ] || set -m
+trap 'for pid in "${running[@]}"; do kill -- -"$pid" 2>/dev/null; done; kill "${pids[@]}" 2>/dev/null; wait' EXIT
 for id in ${ids//,/ }; do
     if grep -q "\"task_id\": \"$id\"" "$finals"; then echo "$id: recorded whole (its final program is logged)"; continue; fi
-    folder="$run"
-    if [ "$parallel" -gt 1 ]; then  # a copy of its own, made from the run folder with its problems file
-        folder="$out/problem-${id#*/}/RethinkMCTS"
-        rm -rf "$folder" && mkdir -p "$(dirname "$folder")" && cp -r "$run" "$folder"
-    fi
-    while :; do  # the problems still being recorded (the model server and the recorder run in the background too)
+    if [ "$parallel" = 1 ]; then record_problem "$id" "$run"; continue; fi
+    folder="$out/problem-${id#*/}/RethinkMCTS"  # a copy of its own, made from the run folder with its problems file
+    rm -rf "$folder" && mkdir -p "$(dirname "$folder")" && cp -r "$run" "$folder"
+    while [ "${#running[@]}" -ge "$parallel" ]; do  # a slot for it: the first of those running to end
+        finished=""
+        wait -n -p finished "${running[@]}" || true
         alive=()
-        for pid in "${running[@]}"; do if kill -0 "$pid" 2>/dev/null; then alive+=("$pid"); fi; done
+        for pid in "${running[@]}"; do [ "$pid" = "$finished" ] || alive+=("$pid"); done
         running=("${alive[@]}")
-        [ "${#running[@]}" -lt "$parallel" ] && break
-        sleep 5
     done
     echo "$id: recording (log: $out/logs/${id#*/}.log)"
     record_problem "$id" "$folder" & running+=($!)
 done
 for pid in "${running[@]}"; do wait "$pid" || true; done
-[ ! -s "$out/failed" ] || { echo "the released code failed on: $(paste -sd' ' "$out/failed")" >&2; exit 1; }
+running=()
+# the released output of every problem, in the order of the ids
+for id in ${ids//,/ }; do cat "$out/logs/${id#*/}.log" 2>/dev/null; done > "$out/released.log"
+[ ! -s "$out/failed" ] || { echo "the released code failed on: $(sort -u "$out/failed" | paste -sd' ')" >&2; exit 1; }
