@@ -73,17 +73,20 @@ resample_at_tokens_of apps_introductory150 "$AI" rpm_mcts
 # issue 16: CodePRM's GVR against RethinkMCTS and direct on apps_interview150, and PRM data from a split no bench uses;
 # GVR's comparison with resampling (8 samples, and at its tokens) is finished before RethinkMCTS's ~10 hours start
 AV=measurements/apps-interview-1.5b
-bench --dataset apps_interview150 --out "$AV" --graph direct --graph resample --graph gvr
+bench --dataset apps_interview150 --out "$AV" --graph direct --graph resample
+# GVR at the released reward (its committed row); the paper's, the default, is pending.sh's row
+CODEFOREST_GVR_REWARD=pub_test bench --dataset apps_interview150 --out "$AV" --graph gvr
 # resample with 8 samples, the first public-passing one: the first 8 of the 20-sample run, replayed from the cache
 CODEFOREST_RESAMPLE_N=8 bench --dataset apps_interview150 --out "$AV" --graph resample
-resample_at_tokens_of apps_interview150 "$AV" gvr
+# resampling at that GVR row's mean tokens (--tokens-of takes the row at GVR's defaults)
+CODEFOREST_RESAMPLE_N=1000 bench --dataset apps_interview150 --out "$AV" --graph resample --token-budget 75626
 bench --dataset apps_interview150 --out "$AV" --graph rethink_mcts
 resample_at_tokens_of apps_interview150 "$AV" rethink_mcts
 # twice: the second pass retries a problem the first left unwritten (a model fault or a raise), replaying its calls;
 # 4 problems at once like the benches
 for pass in 1 2; do
     echo "== $(date -u +%FT%TZ) collect-prm, pass $pass"
-    codeforest collect-prm --dataset mbpp500 --sample 20 --seed 5 --model local --cache --request-timeout 7200 \
-        --concurrency "${QUEUE_CONCURRENCY:-4}" --out measurements/prm-data/mbpp500-20.jsonl
+    CODEFOREST_GVR_REWARD=pub_test codeforest collect-prm --dataset mbpp500 --sample 20 --seed 5 --model local \
+        --cache --request-timeout 7200 --concurrency "${QUEUE_CONCURRENCY:-4}" --out measurements/prm-data/mbpp500-20.jsonl
 done
 echo "== $(date -u +%FT%TZ) queue done"
