@@ -4,8 +4,8 @@
 # runs go one after another: two servers at once on 2 cores are slower than in turn. Inside a step, 4 problems run at
 # once on one server with 4 slots: batched decoding gave 1.8x the tokens per second of one stream here (27.9 against
 # 15.2 with 4 streams; 26.7 with 8), and every call keeps its 8192-token context. QUEUE_CONCURRENCY=N sets another
-# number (not CODEFOREST_...: that prefix is codeforest's own). Rerun as a whole it would measure again every row
-# whose graph's defaults have changed since; the measurements still open are in pending.sh.
+# number (not CODEFOREST_...: that prefix is codeforest's own). Rerun as a whole, it measures again every row whose
+# settings are no longer its graph's defaults; the measurements still open are in pending.sh.
 HE="measurements/humaneval-fair-1.5b"
 AI="measurements/apps-intro-1.5b"
 # --request-timeout 7200: a rethink_mcts reply that runs to its 4096-token limit beside three other long calls
@@ -52,8 +52,8 @@ for selector in agreement codet differential; do
         --min-candidates 8
 done
 bench --dataset humaneval --out "$HE" --graph codetree --graph bester --selector agreement --min-candidates 4
-# issue 21 on apps_introductory150, after direct and resample measured again with today's prompts (the first rows,
-# from 2026-11-24, are kept in apps-intro-1.5b/first-baselines: their prompts no longer match, so nothing replays)
+# issue 21 on apps_introductory150: direct and resample with the packaged prompts (apps-intro-1.5b/first-baselines
+# holds rows written with other prompts, none of whose calls replays)
 bench --dataset apps_introductory150 --out "$AI" --graph direct --graph resample
 CODEFOREST_RESAMPLE_N=8 bench --dataset apps_introductory150 --out "$AI" --graph resample
 for selector in agreement codet differential; do
