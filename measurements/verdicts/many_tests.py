@@ -1,6 +1,6 @@
 """What a test costs when each call crosses to the program's process: the median time (5 runs) of a correct program
 on 1,000 assert tests, and on one check() making 1,000 calls, under the local sandbox with bubblewrap. Usage: python
-many_tests.py (run it at two commits to compare runners; see README.md)."""
+many_tests.py (run it at two commits to compare runners; see cost.md)."""
 
 import statistics
 import time
