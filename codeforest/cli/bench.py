@@ -125,8 +125,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     elif len(budgets) > 1 and not context.cache_path and not args.server:
         context.cache_path = str(out / "responses.sqlite")  # the smaller budgets replay the larger runs' calls
         err.print(f"A budget sweep shares the response cache {context.cache_path} (--cache PATH for another)")
-    if args.cost_budget:  # every model of the run priced, before anything starts
-        check_prices(context.model_copy(update={"cost_budget": budgets[0]}))
+    # under a cost budget (--cost-budget or the environment's), every model of the run priced before anything starts
+    check_prices(context.model_copy(update={"cost_budget": budgets[0]}) if args.cost_budget else context)
     runner = None
     if args.server:  # the server runs the model: nothing to start or download here
         from codeforest.server_runs import ServerSolver

@@ -200,13 +200,10 @@ def context_from_args(args: argparse.Namespace) -> Context:
 
 def prepare_models(context: Context, graphs: list[str], slots: int = 1) -> None:
     """Before the first problem: each embedded model the run calls (the search model, and the model of every role
-    entry a graph calls) found or downloaded, a missing .gguf an error; their servers get at least ``slots`` slots;
-    under a ``cost_budget``, a model without a price is refused by name."""
-    from codeforest.graphs.kit import check_prices
+    entry a graph calls) found or downloaded, a missing .gguf an error; their servers get at least ``slots`` slots."""
     from codeforest.registry import graph_roles
     from codeforest.tools.models import local_model_file
 
-    check_prices(context)
     called = set().union(*(graph_roles(graph, context) for graph in graphs))
     runs = [context, *(context.role_context(role) for role in context.role_entries() if role in called)]
     embedded = sorted({run.model for run in runs if not run.base_url})

@@ -84,12 +84,14 @@ def cmd_solve(args: argparse.Namespace) -> int:
     """Solve one problem, score it on private tests when it has them, report."""
     from codeforest.api import solve
     from codeforest.context import shown_model
+    from codeforest.graphs.kit import check_prices
 
     context = context_from_args(args)
     check_run_roles([args.graph], context)  # before a model download
     note_single_candidate(context)
     task = task_from_args(args)
-    prepare_models(context, [args.graph])  # a download, a missing .gguf or a missing price before the search
+    check_prices(context)  # a cost budget's missing price before a model download
+    prepare_models(context, [args.graph])  # a download or a missing .gguf before the search
     err.print(f"[bold]{task.id}[/bold] from {task.source} with graph [bold]{args.graph}[/bold], model "
               f"{context.model}" + (f" at {escape(redact(context.base_url))}" if context.base_url else " (embedded)"))
 
