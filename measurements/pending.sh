@@ -26,8 +26,7 @@ C=measurements/conformance
 for replayed in "$C"/*/*.replay.jsonl; do
     method="$(basename "$(dirname "$replayed")")" dataset="$(basename "$replayed" .replay.jsonl)"
     [ -f "$C/$method/$dataset.speed.json" ] && continue
-    python3 -c "import json, sys; rows = [json.loads(l) for l in open(sys.argv[1])]
-sys.exit(0 if len(rows) >= 5 and all(r.get('recorded_whole') for r in rows) else 1)" "$replayed" || continue
+    python3 "$C/whole.py" "$replayed" || continue
     kb=()
     if [ "$method" = rpm_mcts ]; then  # the knowledge base built beforehand, so that codeforest's time leaves it out
         kb=(-- --kb "${HOME}/.cache/codeforest/conformance/rpm-kb")

@@ -49,14 +49,7 @@ done
 export RECORD_UPSTREAM="http://127.0.0.1:$port/v1"
 
 whole() {  # METHOD DATASET: the last replay found all five problems recorded whole (a rerun would only repeat them)
-    python3 - "$here/$1/$2.replay.jsonl" <<'PY'
-import json, sys
-try:
-    rows = [json.loads(line) for line in open(sys.argv[1], encoding="utf-8")]
-except OSError:
-    sys.exit(1)
-sys.exit(0 if len(rows) >= 5 and all(row.get("recorded_whole") for row in rows) else 1)
-PY
+    python3 "$here/whole.py" "$here/$1/$2.replay.jsonl"
 }
 
 record_and_replay() {  # METHOD DATASET RECORDER_PORT: record (unless whole), then replay

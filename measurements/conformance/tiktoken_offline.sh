@@ -1,7 +1,7 @@
 # Sourced by the RethinkMCTS and CodePRM record.sh: tiktoken_offline VENV puts tiktoken's cl100k_base file in
 # VENV/tiktoken-cache and points TIKTOKEN_CACHE_DIR at it. tiktoken downloads that file on first use from a host
-# outside PyPI, which an offline machine cannot reach; the LiteLLM wheel on PyPI ships that very file, and its sha256 is checked against
-# tiktoken's own before it is used, so token counts and cuts are the released ones.
+# outside PyPI, which an offline machine cannot reach; the LiteLLM wheel on PyPI ships that very file, and its sha256
+# is checked against tiktoken's own before it is used, so token counts and cuts are the released ones.
 tiktoken_offline() {  # VENV: a virtual environment with tiktoken installed
     local venv="$1" tok="$1/tiktoken-cache" wheel
     local cl100k=9b5ad71b2ce5302211f9c61530b329a4922fc6a4  # tiktoken's cache name for it (sha1 of its URL)
