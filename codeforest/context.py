@@ -218,6 +218,10 @@ class Context(BaseModel):
                           api_key_env=entry.api_key_env or self.api_key_env,
                           **{k: v for k, v in fixed.items() if v is not None})
 
+    def model_contexts(self, roles: set[str] | None = None) -> list[Context]:
+        """This context and the context of each role with a model of its own (only ``roles``, when given)."""
+        return [self, *(self.role_context(role) for role in self.role_entries() if roles is None or role in roles)]
+
     def slots_needed(self) -> int:
         """Model requests a run may send at once: the embedded server gets that many slots."""
         return self.server_slots

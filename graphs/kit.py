@@ -319,8 +319,7 @@ def check_prices(context: Context) -> None:
         return
     from codeforest.tools.models import counted_name
 
-    runs = [context, *(context.role_context(role) for role in context.role_entries())]
-    names = {counted_name(run.model, run.base_url) for run in runs}
+    names = {counted_name(run.model, run.base_url) for run in context.model_contexts()}
     missing = sorted(name for name in names if price_of(name, context.prices) is None)
     if missing:
         raise ValueError(f"cost_budget needs a price for {', '.join(missing)}: give one in prices "

@@ -1155,6 +1155,21 @@ def _children(pid):
     return kids
 
 
+def _reap(pids, within_s):
+    """Wait for these killed children to be gone: on a loaded machine a killed process may not run for a while,
+    and one left running when the guardian exits would outlive the run."""
+    deadline = time.monotonic() + within_s
+    while pids and time.monotonic() < deadline:
+        try:
+            pid = os.waitpid(-1, os.WNOHANG)[0]
+        except ChildProcessError:
+            return
+        if pid:
+            pids.discard(pid)
+        else:
+            time.sleep(0.002)
+
+
 def guard():
     """Without bubblewrap: fork, and keep this process between the framework and the program.
 
@@ -1192,11 +1207,7 @@ def guard():
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
-        try:
-            while os.waitpid(-1, os.WNOHANG)[0]:
-                pass
-        except ChildProcessError:
-            pass
+        _reap(set(left), within_s=1.0)
     os._exit(status if status >= 0 else 128 - status)
 
 

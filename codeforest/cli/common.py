@@ -205,8 +205,7 @@ def prepare_models(context: Context, graphs: list[str], slots: int = 1) -> None:
     from codeforest.tools.models import local_model_file
 
     called = set().union(*(graph_roles(graph, context) for graph in graphs))
-    runs = [context, *(context.role_context(role) for role in context.role_entries() if role in called)]
-    embedded = sorted({run.model for run in runs if not run.base_url})
+    embedded = sorted({run.model for run in context.model_contexts(called) if not run.base_url})
     if embedded:
         context.server_slots = max(context.server_slots, slots)
     for model in embedded:
