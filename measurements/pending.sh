@@ -9,7 +9,13 @@
 #  2. GVR on the APPS-interview dev sample at its default value, the paper's (gvr_reward=pub_prm), beside the
 #     committed gvr_reward=pub_test row, and plain resampling given its mean tokens: the same bench settings as that
 #     row (queue.sh), on the same response cache, so the calls both rows make replay.
-#  3. The stronger judge (issue 59): judge-1.5b/run.sh.
+#  3. The committed rows the code no longer reproduces from their response caches (a cache miss on the first or a
+#     later call), run again at their defaults into a `rerun/` folder beside them, on the same cache (the calls
+#     that still match replay), with plain resampling at the new mean tokens: rpm_mcts with and without the KB
+#     (apps-intro-1.5b: every problem, the problem is shown as the released code builds it), rethink_mcts on
+#     humaneval-fair-1.5b (4 problems) and on apps-interview-1.5b (2 problems), whose block traces showed an
+#     object's memory address and whose rethought thoughts are shown as the released code shows them.
+#  4. The stronger judge (issue 59): judge-1.5b/run.sh.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/codeforest ] && PATH="$PWD/.venv/bin:$PATH"
@@ -48,6 +54,22 @@ gvr_row() {  # as queue.sh's bench: 4 problems at once on a 4-slot server, one K
 }
 gvr_row --graph gvr
 CODEFOREST_RESAMPLE_N=1000 gvr_row --graph resample --tokens-of gvr
+
+rerun_row() {  # FOLDER DATASET BENCH-ARGS...: a committed row run again beside it, on its response cache
+    local folder="$1" dataset="$2"; shift 2
+    echo "== $(date -u +%FT%TZ) $folder/rerun: $*"
+    CODEFOREST_LLAMA_SETTINGS='{"n_cache_reuse": 256, "cache_ram_mib": 2048, "kv_unified": false}' \
+        codeforest bench --model local --cache "$folder/responses.sqlite" --seed 5 --sample 20 --concurrency 4 \
+        --request-timeout 7200 --retry-errors --dataset "$dataset" --out "$folder/rerun" "$@"
+}
+for row in "measurements/apps-intro-1.5b apps_introductory150 rpm_mcts" \
+           "measurements/humaneval-fair-1.5b humaneval rethink_mcts" \
+           "measurements/apps-interview-1.5b apps_interview150 rethink_mcts"; do
+    read -r folder dataset graph <<< "$row"
+    rerun_row "$folder" "$dataset" --graph "$graph"
+    [ "$graph" = rpm_mcts ] && CODEFOREST_RPM_KB=false rerun_row "$folder" "$dataset" --graph rpm_mcts
+    CODEFOREST_RESAMPLE_N=1000 rerun_row "$folder" "$dataset" --graph resample --tokens-of "$graph"
+done
 
 echo "== $(date -u +%FT%TZ) the stronger judge"
 measurements/judge-1.5b/run.sh
