@@ -45,30 +45,29 @@ for replayed in "$C"/*/*.replay.jsonl; do
 done
 python "$C/table.py" --readme > /dev/null
 
+# Each row as queue.sh's bench: 4 problems at once on a 4-slot server, one KV cache per slot.
+bench_row() {  # OUT CACHE DATASET BENCH-ARGS...
+    local out="$1" cache="$2" dataset="$3"; shift 3
+    echo "== $(date -u +%FT%TZ) $out: $*"
+    CODEFOREST_LLAMA_SETTINGS='{"n_cache_reuse": 256, "cache_ram_mib": 2048, "kv_unified": false}' \
+        codeforest bench --model local --cache "$cache" --seed 5 --sample 20 --concurrency 4 --request-timeout 7200 \
+        --retry-errors --dataset "$dataset" --out "$out" "$@"
+}
 AV=measurements/apps-interview-1.5b
-gvr_row() {  # as queue.sh's bench: 4 problems at once on a 4-slot server, one KV cache per slot
-    echo "== $(date -u +%FT%TZ) $*"
-    CODEFOREST_LLAMA_SETTINGS='{"n_cache_reuse": 256, "cache_ram_mib": 2048, "kv_unified": false}' \
-        codeforest bench --model local --cache --seed 5 --sample 20 --concurrency 4 --request-timeout 7200 \
-        --retry-errors --dataset apps_interview150 --out "$AV" "$@"
-}
-gvr_row --graph gvr
-CODEFOREST_RESAMPLE_N=1000 gvr_row --graph resample --tokens-of gvr
+bench_row "$AV" "$AV/responses.sqlite" apps_interview150 --graph gvr
+CODEFOREST_RESAMPLE_N=1000 bench_row "$AV" "$AV/responses.sqlite" apps_interview150 --graph resample --tokens-of gvr
 
-rerun_row() {  # FOLDER DATASET BENCH-ARGS...: a committed row run again beside it, on its response cache
-    local folder="$1" dataset="$2"; shift 2
-    echo "== $(date -u +%FT%TZ) $folder/rerun: $*"
-    CODEFOREST_LLAMA_SETTINGS='{"n_cache_reuse": 256, "cache_ram_mib": 2048, "kv_unified": false}' \
-        codeforest bench --model local --cache "$folder/responses.sqlite" --seed 5 --sample 20 --concurrency 4 \
-        --request-timeout 7200 --retry-errors --dataset "$dataset" --out "$folder/rerun" "$@"
-}
+# The stale rows, each run again in a rerun/ folder beside it, on its folder's response cache.
 for row in "measurements/apps-intro-1.5b apps_introductory150 rpm_mcts" \
            "measurements/humaneval-fair-1.5b humaneval rethink_mcts" \
            "measurements/apps-interview-1.5b apps_interview150 rethink_mcts"; do
     read -r folder dataset graph <<< "$row"
-    rerun_row "$folder" "$dataset" --graph "$graph"
-    [ "$graph" = rpm_mcts ] && CODEFOREST_RPM_KB=false rerun_row "$folder" "$dataset" --graph rpm_mcts
-    CODEFOREST_RESAMPLE_N=1000 rerun_row "$folder" "$dataset" --graph resample --tokens-of "$graph"
+    bench_row "$folder/rerun" "$folder/responses.sqlite" "$dataset" --graph "$graph"
+    if [ "$graph" = rpm_mcts ]; then
+        CODEFOREST_RPM_KB=false bench_row "$folder/rerun" "$folder/responses.sqlite" "$dataset" --graph rpm_mcts
+    fi
+    CODEFOREST_RESAMPLE_N=1000 bench_row "$folder/rerun" "$folder/responses.sqlite" "$dataset" --graph resample \
+        --tokens-of "$graph"
 done
 
 echo "== $(date -u +%FT%TZ) the stronger judge"
