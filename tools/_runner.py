@@ -1156,8 +1156,8 @@ def _children(pid):
 
 
 def _reap(pids, within_s):
-    """Wait for these killed children to be gone: on a loaded machine a killed process may not run for a while,
-    and one left running when the guardian exits would outlive the run."""
+    """Wait for these killed children to be gone: on a loaded machine a killed process can take a while to die,
+    and the run must not return while a program's process still runs."""
     deadline = time.monotonic() + within_s
     while pids and time.monotonic() < deadline:
         try:
