@@ -9,9 +9,11 @@ synced), so a killed run loses only the problems in flight, and rerunning skips 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import os
+import platform
 import random
 import re
 import sys
@@ -201,6 +203,20 @@ def locked(out_dir: Path):
     return held(out_dir / LOCK, f"{out_dir} is in use by another codeforest bench", "or choose another --out")
 
 
+@functools.cache
+def this_machine() -> str:
+    """What a bench's wall times were measured on: the CPU model and how many CPUs the process may use (no host
+    name), e.g. ``AMD EPYC 7B13, 2 CPUs``."""
+    cpu = platform.processor() or platform.machine() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            cpu = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"{cpu}, {usable} CPUs"
+
+
 def _safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
 
@@ -324,7 +340,7 @@ class Bench:
                   "final_code": "", "stop_reason": None,
                   "public_pass_rate": 0.0, "private_passed": False, "private_pass_rate": 0.0,
                   "private_tests": 0, "error": None,
-                  "isolation": isolation(context.sandbox)}
+                  "isolation": isolation(context.sandbox), "machine": this_machine()}
         started = time.monotonic()
         with stopwatch.timing() as clock:
             self._running.start(graph, task.id, clock)

@@ -428,8 +428,17 @@ def against_resampling(latest: list[dict], rows: list[dict], by: str = "tokens")
                 best[base[1]] = (base, *mine, *theirs)
         for base, amount, passed, base_amount, base_passed in best.values():
             lines.append(f"{pairwise(latest, names[key], names[base])}; on them pass@1 {100 * passed:.1f} at "
-                         f"{shown(amount)} against {100 * base_passed:.1f} at {base_shown(base_amount)}")
+                         f"{shown(amount)} against {100 * base_passed:.1f} at {base_shown(base_amount)}"
+                         + (OTHER_MACHINES if by == "wall" and len(machines(runs, key, base)) > 1 else ""))
     return lines
+
+
+OTHER_MACHINES = " (measured on different machines: these wall times do not compare)"
+
+
+def machines(runs: dict[tuple, dict[str, dict]], *keys: tuple) -> set[str]:
+    """The machines the runs' records name (records written before they named one left out)."""
+    return {r["machine"] for key in keys for r in runs[key].values() if r.get("machine")}
 
 
 def resampling_comparisons(latest: list[dict], rows: list[dict]) -> dict[str, list[str]]:

@@ -763,6 +763,39 @@ def test_a_search_on_two_models_meets_each_models_resampling_at_no_more_cost(tmp
     assert "<h2>Against plain resampling at no more wall time</h2><ul><li>codetree roles=critic=b (s) vs" in page
 
 
+def test_wall_times_from_two_machines_are_marked_as_not_comparable():
+    """A search and the resampling it meets at no more wall time, measured on machines whose records name different
+    CPUs, are marked so; on one machine, or where a record names none (written before records named it), not."""
+    from codeforest.report import OTHER_MACHINES, markdown
+
+    def run(graph, settings, machine, wall, models):  # wall times compare where runs are priced, on two models
+        return [{"graph": graph, "settings": settings, "model": "s", "problem_id": f"P/{i}", "error": None,
+                 "private_passed": True, "prompt_tokens": 100, "completion_tokens": 0, "cost": 0.001,
+                 "wall_s": wall, "models": {m: {"llm_calls": 1} for m in models},
+                 **({"machine": machine} if machine else {})} for i in range(2)]
+
+    def wall_lines(search_machine, base_machine):
+        records = (run("resample", {}, base_machine, 10, ["s"])
+                   + run("codetree", {"roles": "critic=b"}, search_machine, 40, ["s", "b"]))
+        md = markdown(records)
+        return md.split("## Against plain resampling at no more wall time\n\n")[1].split("\n\n")[0].splitlines()
+
+    [line] = wall_lines("Xeon, 2 CPUs", "EPYC, 8 CPUs")
+    assert line.endswith("against 100.0 at 10 s" + OTHER_MACHINES)
+    for machines in (("Xeon, 2 CPUs", "Xeon, 2 CPUs"), ("Xeon, 2 CPUs", None)):
+        [line] = wall_lines(*machines)
+        assert line.endswith("against 100.0 at 10 s")
+
+
+def test_a_bench_record_names_the_machine_without_its_host_name():
+    import socket
+
+    from codeforest.bench import this_machine
+
+    assert this_machine().endswith(f", {len(os.sched_getaffinity(0))} CPUs")
+    assert socket.gethostname() not in this_machine()
+
+
 def test_a_budget_of_one_reads_in_the_singular():
     from codeforest.report import summary_cells
 
