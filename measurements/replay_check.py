@@ -4,29 +4,35 @@ response cache with no model behind it, so any call the cache does not hold fail
     python measurements/replay_check.py FOLDER [GRAPH ...]    e.g. apps-intro-1.5b codetree bester
 
 Prints one line per row (graph and settings): its problems, how many came back with the same final program, and the
-problems that asked something the cache does not hold. Works in a scratch folder; the committed files are only read.
+problems that asked something the cache does not hold; for the first such problem of a row, its first call the cache
+does not hold, as a diff from the nearest cached prompt. Works in a scratch folder; the committed files are only read.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from codeforest.local_http import JsonHandler, LocalServer
+
 HERE = Path(__file__).resolve().parent
 
-# The bench in a child process whose embedded model server never starts: its address is a closed port, so a cache
-# miss is a connection error (the cache key leaves out a loopback port, so every committed answer is still found).
+# The bench in a child process whose embedded model server never starts: its address is a closed port (or the
+# capturing endpoint below), so a cache miss fails the call (the cache key leaves out a loopback port, so every
+# committed answer is still found).
 NO_MODEL = """
-import sys
+import os, sys
 from codeforest.tools import models
 def start(self, wait_s=0):
-    self.base_url = "http://127.0.0.1:9"
+    self.base_url = os.environ.get("REPLAY_CHECK_URL", "http://127.0.0.1:9")
     return self
 models.EmbeddedServer.start = start
 models.EmbeddedServer.stop = lambda self: None
@@ -50,17 +56,72 @@ def committed_rows(folder: Path, graphs: list[str]) -> dict[tuple[str, str, str]
     return rows
 
 
-def replay(folder: Path, graph: str, dataset: str, settings: dict, problems: list[str], scratch: Path) -> list[dict]:
-    """The row run again from a copy of the folder's cache; its new records."""
+def replay(folder: Path, graph: str, dataset: str, settings: dict, problems: list[str], scratch: Path,
+           model_url: str = "") -> list[dict]:
+    """The row run again from a copy of the folder's cache (its model at ``model_url``, else a closed port); its new
+    records."""
     cache = scratch / "responses.sqlite"
     shutil.copy(folder / "responses.sqlite", cache)
     env = {**os.environ, **{"CODEFOREST_" + name.upper(): value if isinstance(value, str) else json.dumps(value)
                             for name, value in settings.items()}}
+    if model_url:
+        env["REPLAY_CHECK_URL"] = model_url
     subprocess.run([sys.executable, "-c", NO_MODEL, "bench", "--graph", graph, "--dataset", dataset, "--problems",
                     ",".join(problems), "--model", "local", "--cache", str(cache), "--out", str(scratch),
-                    "--concurrency", "2"], env=env, capture_output=True, text=True)
+                    "--concurrency", "2", "--retries", "0"], env=env, capture_output=True, text=True)
     results = scratch / "results.jsonl"
     return [json.loads(line) for line in open(results, encoding="utf-8")] if results.exists() else []
+
+
+def messages_text(messages: list[tuple[str, str]]) -> list[str]:
+    """A prompt's lines for a person: each message under its role."""
+    return [line for role, content in messages for line in (f"[{role}]", *content.splitlines())]
+
+
+def cached_prompts(cache: Path) -> list[list[tuple[str, str]]]:
+    """Every prompt the cache holds, as (role, content) messages."""
+    roles = {"human": "user", "ai": "assistant", "system": "system"}
+    with sqlite3.connect(cache) as db:
+        rows = db.execute("SELECT DISTINCT prompt FROM responses").fetchall()
+    prompts = []
+    for (prompt,) in rows:
+        try:
+            messages = json.loads(prompt)
+            prompts.append([(roles.get(m["kwargs"].get("type"), "?"), m["kwargs"]["content"]) for m in messages])
+        except (json.JSONDecodeError, KeyError, TypeError):
+            continue
+    return prompts
+
+
+def first_miss(folder: Path, graph: str, dataset: str, settings: dict, problem: str) -> str:
+    """One problem's first call the cache does not hold, as a diff from the cached prompt that starts with the most of
+    it (the one with the same messages, when only the call's settings differ)."""
+    asked: list[dict] = []
+
+    class Capture(JsonHandler):
+        def do_POST(self):  # noqa: N802 - http.server's naming
+            asked.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_json(400, {"error": {"message": "not in the cache"}})
+
+    server = LocalServer()
+    server.serve(Capture)
+    with server, tempfile.TemporaryDirectory() as scratch:
+        replay(folder, graph, dataset, settings, [problem], Path(scratch), server.url.removesuffix("/v1"))
+    if not asked:
+        return "  (no call reached the model)"
+    wanted = [(m["role"], m.get("content") or "") for m in asked[0]["messages"]]
+    text = "\n".join(messages_text(wanted))
+
+    def likeness(cached: list[tuple[str, str]]) -> tuple[int, float]:  # the longest shared start, then alike overall
+        other = "\n".join(messages_text(cached))
+        return len(os.path.commonprefix([other, text])), difflib.SequenceMatcher(None, other, text).quick_ratio()
+
+    nearest = max(cached_prompts(folder / "responses.sqlite"), default=[], key=likeness)
+    diff = list(difflib.unified_diff(messages_text(nearest), messages_text(wanted), "cached", "asked", lineterm="",
+                                     n=2))
+    if not diff:
+        return "  the same messages as a cached call: the call's settings differ (output limit, temperature or format)"
+    return "\n".join("  " + line[:160] for line in diff[:40])
 
 
 def main() -> None:
@@ -76,6 +137,9 @@ def main() -> None:
         same = sum(not r.get("error") and r["final_code"] == committed[r["problem_id"]]["final_code"] for r in new)
         print(f"{graph} {settings}: {len(new)}/{len(committed)} problems, same final program {same}, "
               f"asked what the cache does not hold: {', '.join(missed) or 'none'}", flush=True)
+        if missed:
+            print(f"  {missed[0]}, its first call not in the cache:", flush=True)
+            print(first_miss(folder, graph, dataset, json.loads(settings), missed[0]), flush=True)
 
 
 if __name__ == "__main__":
