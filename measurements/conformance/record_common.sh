@@ -25,6 +25,10 @@ if [ -z "$upstream" ]; then
     upstream=http://127.0.0.1:8080/v1
     wait_for "$upstream/models" "${pids[-1]}" "$out/serve.log"
 fi
+# The released run's Python processes hash strings with seed 0, as codeforest's sandbox runs programs: a set of
+# strings a program or a trace prints then reads in one order, where each process drew a random seed of its own.
+export PYTHONHASHSEED=0
+
 # Something else answering on the port (another recording's recorder) would take this run's calls into its log.
 if curl -sf "http://127.0.0.1:$port/v1/models" > /dev/null; then echo "port $port is in use: set RECORD_PORT" >&2; exit 2; fi
 codeforest recorder --log "$log" --upstream "$upstream" --port "$port" > "$out/recorder.log" 2>&1 & pids+=($!)

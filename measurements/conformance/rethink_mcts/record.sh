@@ -87,12 +87,10 @@ source "$here/../record_common.sh"  # the model server and the recorder
 mkdir -p "$out/logs"
 touch "$finals"
 rm -f "$out/failed"
-# PYTHONHASHSEED=0, as codeforest's sandbox runs programs: the LDB tracer (python3 -m trace, started by the
-# released run) then prints a set of strings in one order, where a per-process random seed gave each run its own.
 record_problem() {  # ID FOLDER: run the released search on one problem in FOLDER, then log its final program
     local id="$1" n="${1#*/}" folder="$2"
     (cd "$folder" && PATH="$venv/bin:$PATH" OPENAI_BASE_URL="http://127.0.0.1:$port/v1" OPENAI_API_KEY=recorded \
-        PYTHONHASHSEED=0 "$venv/bin/python" "$here/shims/run_released.py" run.py --index "$n") 2>&1 | tee "$out/logs/$n.log" \
+        "$venv/bin/python" "$here/shims/run_released.py" run.py --index "$n") 2>&1 | tee "$out/logs/$n.log" \
         | if [ "$parallel" = 1 ]; then cat; else cat > /dev/null; fi || echo "$id" >> "$out/failed"
     # the final program (the released argmax of train rewards) and the path each rollout selected (chance-node
     # positions from the root), as the released run prints it
