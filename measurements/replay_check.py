@@ -25,17 +25,18 @@ from codeforest.local_http import JsonHandler, LocalServer
 
 HERE = Path(__file__).resolve().parent
 
-# The bench in a child process whose embedded model server never starts: its address is a closed port (or the
-# capturing endpoint below), so a cache miss fails the call (the cache key leaves out a loopback port, so every
-# committed answer is still found).
+# The bench in a child process with no embedded model: the model keeps its name (no file is looked for or
+# downloaded), and its server's address is a closed port (or the capturing endpoint below), so a cache miss fails the
+# call (the cache key leaves out a loopback port, so every committed answer is still found). As
+# tests/test_committed_rows.py does it.
 NO_MODEL = """
 import os, sys
+from pathlib import Path
+from types import SimpleNamespace
 from codeforest.tools import models
-def start(self, wait_s=0):
-    self.base_url = os.environ.get("REPLAY_CHECK_URL", "http://127.0.0.1:9")
-    return self
-models.EmbeddedServer.start = start
-models.EmbeddedServer.stop = lambda self: None
+models.local_model_file = lambda model, progress=None: Path(models.embedded_spec(model).name + ".gguf")
+url = os.environ.get("REPLAY_CHECK_URL", "http://127.0.0.1:9")
+models.embedded_server = lambda *args, **kwargs: SimpleNamespace(base_url=url)
 from codeforest.cli import main
 sys.exit(main(sys.argv[1:]))
 """
