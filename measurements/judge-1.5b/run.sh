@@ -12,20 +12,24 @@ cd "$(dirname "$0")/../.."
 [ -x .venv/bin/codeforest ] && PATH="$PWD/.venv/bin:$PATH"
 command -v codeforest > /dev/null || { echo "codeforest is not installed: run the README's set-up first" >&2; exit 1; }
 export CODEFOREST_LLAMA_SETTINGS='{"n_cache_reuse": 256, "cache_ram_mib": 1024, "kv_unified": false}'
-# The rows' wall times are compared: another model job on the machine would slow some rows and not others.
-if pgrep -af "codeforest (serve|bench|solve|recorder|collect-prm)" >&2; then
-    echo "another model job is running (above): its rows' wall times would not compare; stop it first" >&2; exit 1
-fi
+# The rows' wall times are compared: another model job on the machine would slow some rows and not others (checked
+# before each dataset: the second starts hours after the first).
+alone() {
+    if pgrep -af "codeforest (serve|bench|solve|recorder|collect-prm)" >&2; then
+        echo "another model job is running (above): its rows' wall times would not compare; stop it first" >&2; exit 1
+    fi
+}
 
 run() {  # DATASET OUT: every row of the comparison, one after another on one machine
     local dataset="$1" out="$2"
+    alone
     # Each row has a response cache of its own: a row sharing another's cache would replay the calls both make
     # (the same first prompt at the same temperature) and report less wall time than it took.
     # 4 problems at once, on servers with 4 slots each, as the other measurement queues run: batched decoding gives
     # about 1.8x the tokens a second of one stream on 2 cores; every row runs so, so their wall times compare.
     # A row that stops short (Ctrl-C, a crash) leaves the at-cost rows for a rerun: their budgets are the searches'
     # mean costs, which must be over every problem. A row that ran every problem, some of them into an error (exit
-    # status 3), is whole: its errors are left out of the means.
+    # status 3), is whole: a problem whose graph raised is left out of its mean cost, as the report leaves it out.
     local failed=0
     bench() { local label="$1" status=0; shift; echo "== $(date -u +%FT%TZ) $label: $*"
         codeforest bench --dataset "$dataset" --sample 20 --seed 5 --out "$out" --request-timeout 7200 \
@@ -60,10 +64,12 @@ run() {  # DATASET OUT: every row of the comparison, one after another on one ma
     codeforest report "$out"
 }
 
-search_costs() {  # RESULTS: each search row's mean cost per problem (2 significant digits), comma-separated
+search_costs() {  # RESULTS: each search row's mean cost per problem as the report shows it, comma-separated
+    # (3 significant digits, rounded down: a budget above the search's mean could make its resampling row spend more
+    # than the search, and the report pairs a search only with resampling at no more cost)
     python3 - "$1" <<'PY'
-import collections, json, sys
-runs = collections.defaultdict(list)
+import collections, json, math, sys
+runs = collections.defaultdict(dict)
 for line in open(sys.argv[1], encoding="utf-8"):
     try:
         record = json.loads(line)
@@ -71,9 +77,19 @@ for line in open(sys.argv[1], encoding="utf-8"):
         continue
     settings = record.get("settings") or {}
     plain = record["graph"] == "resample" and "selector" not in settings
-    if not plain and record.get("error") is None and record.get("cost") is not None:
-        runs[(record["graph"], json.dumps(settings, sort_keys=True))].append(record["cost"])
-print(",".join(sorted({f"{sum(c) / len(c):.2g}" for c in runs.values()}, key=float)))
+    # the report's mean: a problem whose graph raised holds only part of its cost and is left out; a model error
+    # holds its true cost and counts (the last record of a problem counts, as a rerun replaces an error)
+    if not plain:
+        runs[(record["graph"], record.get("model"), json.dumps(settings, sort_keys=True))][record["problem_id"]] = record
+def floor3(x):  # down to 3 significant digits (the 1e-9 keeps 0.011 from becoming 0.010 in binary floating point)
+    step = 10 ** (math.floor(math.log10(x)) - 2)
+    return math.floor(x / step + 1e-9) * step
+means = set()
+for problems in runs.values():
+    costs = [r["cost"] for r in problems.values() if not r.get("traceback") and r.get("cost") is not None]
+    if costs and sum(costs) > 0:
+        means.add(f"{floor3(sum(costs) / len(costs)):.3g}")
+print(",".join(sorted(means, key=float)))
 PY
 }
 
