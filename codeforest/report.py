@@ -55,8 +55,9 @@ def summarize(records: list[dict]) -> list[dict]:
             "mean_pass_rate": sum(r.get("private_pass_rate") or 0.0 for r in group) / n,
             "whole_check_rates": sum(1 for r in group if counted_whole(r)),
             "mean_tokens": tokens / max(1, len(costed)),
-            # the tokens at the run's prices (None when a record has no price, or predates them)
-            "mean_cost": sum(priced) / len(priced) if priced and None not in priced else None,
+            # the tokens at the run's prices (None when a record has no price, or predates them; 0 as mean_tokens
+            # when every problem's graph raised, so that one such row keeps the other rows' comparison by cost)
+            "mean_cost": (None if None in priced else sum(priced) / len(priced)) if priced else 0.0,
             "mean_calls": sum(r.get("llm_calls", 0) for r in costed) / max(1, len(costed)),
             "tokens_per_solved": tokens / solved if solved else None,
             "mean_wall_s": sum(r.get("wall_s", 0) for r in group) / n,

@@ -17,7 +17,7 @@
 #     object's memory address and whose rethought thoughts are shown as the released code shows them.
 #  4. The stronger judge (issue 59): judge-1.5b/run.sh.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 [ -x .venv/bin/codeforest ] && PATH="$PWD/.venv/bin:$PATH"
 command -v codeforest > /dev/null || { echo "codeforest is not installed: run the README's set-up first" >&2; exit 1; }
 [ $# -eq 4 ] || { sed -n '2,6p' "$0" >&2; exit 2; }
@@ -53,18 +53,27 @@ bench_row() {  # OUT CACHE DATASET BENCH-ARGS...
         codeforest bench --model local --cache "$cache" --seed 5 --sample 20 --concurrency 4 --request-timeout 7200 \
         --retry-errors --dataset "$dataset" --out "$out" "$@"
 }
+# A search row that stopped short (not every problem run: exit status other than 0 or 3) leaves its resampling row
+# for a rerun of this script: resampling gets the search's mean tokens, which must be over every problem.
+whole_row() {  # bench_row's arguments: true when the row ran every problem
+    local status=0
+    bench_row "$@" || status=$?
+    [ "$status" = 0 ] || [ "$status" = 3 ] ||
+        { echo "$1 stopped short (exit status $status): rerun this script to continue it" >&2; false; }
+}
 AV=measurements/apps-interview-1.5b
-bench_row "$AV" "$AV/responses.sqlite" apps_interview150 --graph gvr
-CODEFOREST_RESAMPLE_N=1000 bench_row "$AV" "$AV/responses.sqlite" apps_interview150 --graph resample --tokens-of gvr
+if whole_row "$AV" "$AV/responses.sqlite" apps_interview150 --graph gvr; then
+    CODEFOREST_RESAMPLE_N=1000 bench_row "$AV" "$AV/responses.sqlite" apps_interview150 --graph resample --tokens-of gvr
+fi
 
 # The stale rows, each run again in a rerun/ folder beside it, on its folder's response cache.
 for row in "measurements/apps-intro-1.5b apps_introductory150 rpm_mcts" \
            "measurements/humaneval-fair-1.5b humaneval rethink_mcts" \
            "measurements/apps-interview-1.5b apps_interview150 rethink_mcts"; do
     read -r folder dataset graph <<< "$row"
-    bench_row "$folder/rerun" "$folder/responses.sqlite" "$dataset" --graph "$graph"
+    whole_row "$folder/rerun" "$folder/responses.sqlite" "$dataset" --graph "$graph" || continue
     if [ "$graph" = rpm_mcts ]; then
-        CODEFOREST_RPM_KB=false bench_row "$folder/rerun" "$folder/responses.sqlite" "$dataset" --graph rpm_mcts
+        CODEFOREST_RPM_KB=false whole_row "$folder/rerun" "$folder/responses.sqlite" "$dataset" --graph rpm_mcts
     fi
     CODEFOREST_RESAMPLE_N=1000 bench_row "$folder/rerun" "$folder/responses.sqlite" "$dataset" --graph resample \
         --tokens-of "$graph"

@@ -763,6 +763,26 @@ def test_a_search_on_two_models_meets_each_models_resampling_at_no_more_cost(tmp
     assert "<h2>Against plain resampling at no more wall time</h2><ul><li>codetree roles=critic=b (s) vs" in page
 
 
+def test_a_row_whose_every_problem_raised_keeps_the_comparison_by_cost():
+    """A row whose graph raised on every problem has no cost to count (its records hold part of it): it shows 0, as
+    its tokens do, and the other rows keep their cost column and their comparison at no more cost."""
+    from codeforest.report import markdown
+
+    def run(graph, settings, cost, models, raised=False):
+        return [{"graph": graph, "settings": settings, "model": "s", "problem_id": f"P/{i}",
+                 "error": "ValueError: x" if raised else None, **({"traceback": "..."} if raised else {}),
+                 "private_passed": not raised, "prompt_tokens": 100, "completion_tokens": 0,
+                 "cost": None if raised else cost, "wall_s": 10, "models": {m: {"llm_calls": 1} for m in models}}
+                for i in range(2)]
+
+    records = (run("resample", {}, 0.001, ["s"]) + run("codetree", {"roles": "critic=b"}, 0.004, ["s", "b"])
+               + run("bester", {"roles": "reflection=b"}, None, ["s", "b"], raised=True))
+    md = markdown(records)
+    assert "| cost/problem |" in md
+    section = md.split("## Against plain resampling at no more cost\n\n")[1].split("\n\n")[0]
+    assert [line.split(" vs ")[0] for line in section.splitlines()] == ["- codetree roles=critic=b"]
+
+
 def test_wall_times_from_two_machines_are_marked_as_not_comparable():
     """A search and the resampling it meets at no more wall time, measured on machines whose records name different
     CPUs, are marked so; on one machine, or where a record names none (written before records named it), not."""
