@@ -80,7 +80,8 @@ for line in open(sys.argv[1], encoding="utf-8"):
     # the report's mean: a problem whose graph raised holds only part of its cost and is left out; a model error
     # holds its true cost and counts (the last record of a problem counts, as a rerun replaces an error)
     if not plain:
-        runs[(record["graph"], record.get("model"), json.dumps(settings, sort_keys=True))][record["problem_id"]] = record
+        row = (record["graph"], record.get("model"), json.dumps(settings, sort_keys=True))
+        runs[row][record["problem_id"]] = record
 def floor3(x):  # down to 3 significant digits (the 1e-9 keeps 0.011 from becoming 0.010 in binary floating point)
     step = 10 ** (math.floor(math.log10(x)) - 2)
     return math.floor(x / step + 1e-9) * step
