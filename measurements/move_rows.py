@@ -11,29 +11,24 @@ is refused: the two would read as one."""
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from codeforest.bench import RESULTS, run_label, tree_path, write_samples  # noqa: E402
-from codeforest.jsonl import append_records, rewrite_records  # noqa: E402
+from codeforest.jsonl import append_records, read_records, rewrite_records  # noqa: E402
+from codeforest.report import report  # noqa: E402
 
 
 def raw_records(folder: Path) -> list[dict]:
-    """A folder's result lines as written (a line that is not JSON stops the move: mend it first)."""
+    """A folder's result lines as written (a line that cannot be read stops the move: mend it first)."""
     path = folder / RESULTS
     if not path.is_file():
         return []
-    records = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                sys.exit(f"{path}:{lineno}: not JSON: mend or remove that line first")
+    records, unreadable = read_records(path)
+    if unreadable:
+        sys.exit(f"{path}: {unreadable} line(s) are not records: mend or remove them first")
     return records
 
 
@@ -66,7 +61,7 @@ def refresh(folder: Path) -> None:
         stale.unlink()
     if raw_records(folder):
         write_samples(folder)
-        subprocess.run(["codeforest", "report", str(folder)], check=True, stdout=subprocess.DEVNULL)
+        report(folder)
     else:
         for emptied in (folder / RESULTS, folder / "report.md", *folder.glob("*.png")):
             emptied.unlink(missing_ok=True)

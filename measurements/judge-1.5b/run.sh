@@ -56,7 +56,7 @@ run() {  # DATASET OUT: every row of the comparison, one after another on one ma
     # its cache, and a replayed call counts the seconds it took when made, so the wall times stay comparable)
     local budgets
     [ "$failed" = 0 ] || { echo "$dataset: the at-cost rows wait for every search row to finish" >&2; return 1; }
-    budgets="$(search_costs "$out/results.jsonl")" || return 1
+    budgets="$(search_costs "$out")" || return 1
     if [ -n "$budgets" ]; then
         CODEFOREST_RESAMPLE_N=1000 bench resample-small-at-cost --graph resample --model small --cost-budget "$budgets"
         CODEFOREST_RESAMPLE_N=1000 bench resample-local-at-cost --graph resample --model local --cost-budget "$budgets"
@@ -64,32 +64,20 @@ run() {  # DATASET OUT: every row of the comparison, one after another on one ma
     codeforest report "$out"
 }
 
-search_costs() {  # RESULTS: each search row's mean cost per problem as the report shows it, comma-separated
+search_costs() {  # RESULTS_FOLDER: each search row's mean cost per problem as the report shows it, comma-separated
     # (3 significant digits, rounded down: a budget above the search's mean could make its resampling row spend more
     # than the search, and the report pairs a search only with resampling at no more cost)
     python3 - "$1" <<'PY'
-import collections, json, math, sys
-runs = collections.defaultdict(dict)
-for line in open(sys.argv[1], encoding="utf-8"):
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError:  # a line cut off by a crash: the bench reruns that problem
-        continue
-    settings = record.get("settings") or {}
-    plain = record["graph"] == "resample" and "selector" not in settings
-    # the report's mean: a problem whose graph raised holds only part of its cost and is left out; a model error
-    # holds its true cost and counts (the last record of a problem counts, as a rerun replaces an error)
-    if not plain:
-        row = (record["graph"], record.get("model"), json.dumps(settings, sort_keys=True))
-        runs[row][record["problem_id"]] = record
+import math, sys
+from codeforest.bench import latest_records, read_results, run_label
+from codeforest.report import plain_resample, summarize
+records = read_results(sys.argv[1])
+searches = {(run_label(r), r.get("model")) for r in latest_records(records) if not plain_resample(r)}
 def floor3(x):  # down to 3 significant digits (the 1e-9 keeps 0.011 from becoming 0.010 in binary floating point)
     step = 10 ** (math.floor(math.log10(x)) - 2)
     return math.floor(x / step + 1e-9) * step
-means = set()
-for problems in runs.values():
-    costs = [r["cost"] for r in problems.values() if not r.get("traceback") and r.get("cost") is not None]
-    if costs and sum(costs) > 0:
-        means.add(f"{floor3(sum(costs) / len(costs)):.3g}")
+means = {f"{floor3(row['mean_cost']):.3g}" for row in summarize(records)
+         if (row["graph"], row["model"]) in searches and row["mean_cost"]}
 print(",".join(sorted(means, key=float)))
 PY
 }
