@@ -5,7 +5,8 @@
 #   measurements/pending.sh CODETREE_CHECKOUT RPM_MCTS_CHECKOUT RETHINKMCTS_CHECKOUT CODEPRM_CHECKOUT
 # (checkouts of the released repositories at the commits measurements/conformance/README.md names).
 #  1. The conformance recordings and their replays (issue 58): conformance/queue.sh, which only replays a dataset
-#     recorded whole; then the wall time of each dataset recorded whole and not timed yet (conformance/speed.sh).
+#     recorded whole; then the wall time of each dataset recorded whole and not timed alone yet
+#     (conformance/speed.sh).
 #  2. GVR on the APPS-interview dev sample at its default value, the paper's (gvr_reward=pub_prm), beside the
 #     committed gvr_reward=pub_test row, and plain resampling given its mean tokens: the same bench settings as that
 #     row (queue.sh), on the same response cache, so the calls both rows make replay.
@@ -25,13 +26,14 @@ command -v codeforest > /dev/null || { echo "codeforest is not installed: run th
 echo "== $(date -u +%FT%TZ) conformance recordings"
 measurements/conformance/queue.sh "$@"
 
-# The wall time of each dataset recorded whole and not timed yet, released against codeforest at 1 s a reply, with
-# no other job on the machine; then the README's table again.
+# The wall time of each dataset recorded whole and not timed alone yet, released against codeforest at 1 s a reply,
+# with no other job on the machine; then the README's table again.
 declare -A checkout=([codetree]="$1" [rpm_mcts]="$2" [rethink_mcts]="$3" [codeprm]="$4")
 C=measurements/conformance
 for replayed in "$C"/*/*.replay.jsonl; do
     method="$(basename "$(dirname "$replayed")")" dataset="$(basename "$replayed" .replay.jsonl)"
-    [ -f "$C/$method/$dataset.speed.json" ] && continue
+    # timed already with no other model job on the machine (the first timings ran beside the recordings)
+    grep -qs '"alone": true' "$C/$method/$dataset.speed.json" && continue
     python3 "$C/whole.py" "$replayed" || continue
     kb=()
     if [ "$method" = rpm_mcts ]; then  # the knowledge base built beforehand, so that codeforest's time leaves it out

@@ -30,6 +30,12 @@ delay="${DELAY:-1}"
 name="$(basename "$log" .calls.jsonl)"
 scratch="$(mktemp -d /tmp/conformance-speed-XXXXXX)"
 
+# Another model job on the machine (a recording, a bench) slows the program runs of one side more than the other's:
+# the time is marked as taken alone only when none ran before or after it.
+others() { pgrep -af "codeforest (serve|bench|solve|recorder|collect-prm)" > /dev/null; }
+alone=true
+others && alone=false
+
 # another recorder there would answer this run's calls (record_common.sh checks the released run's 8097)
 if curl -sf http://127.0.0.1:8096/v1/models > /dev/null; then echo "port 8096 is in use" >&2; exit 2; fi
 codeforest recorder --log "$log" --misses "$scratch/misses.jsonl" --delay "$delay" --port 8096 \
@@ -51,10 +57,13 @@ started=$(date +%s.%N)
 python "$here/$method/replay.py" "$checkout" "${replay[@]}" "$@" > "$scratch/replay.log" 2>&1
 codeforest_s=$(python3 -c "print(round($(date +%s.%N) - $started, 1))")
 
+others && alone=false
 calls=$(wc -l < "$log")
 missed=0
 [ -f "$scratch/misses.jsonl" ] && missed=$(wc -l < "$scratch/misses.jsonl")
-echo "$method on $name ($calls calls, every reply after $delay s): released ${released} s, codeforest ${codeforest_s} s;" \
-     "misses $missed (details in $scratch)"
-printf '{"method": "%s", "log": "%s", "calls": %s, "delay_s": %s, "released_s": %s, "codeforest_s": %s, "misses": %s}\n' \
-    "$method" "$name" "$calls" "$delay" "$released" "$codeforest_s" "$missed" > "$here/$method/$name.speed.json"
+echo "$method on $name ($calls calls, every reply after $delay s):" \
+     "released ${released} s, codeforest ${codeforest_s} s; misses $missed; alone: $alone (details in $scratch)"
+fields='"method": "%s", "log": "%s", "calls": %s, "delay_s": %s, "released_s": %s, "codeforest_s": %s'
+printf "{$fields, \"misses\": %s, \"alone\": %s}\n" \
+    "$method" "$name" "$calls" "$delay" "$released" "$codeforest_s" "$missed" "$alone" \
+    > "$here/$method/$name.speed.json"

@@ -29,6 +29,8 @@ def rows(folder: Path, method: str) -> list[str]:
         speed = json.loads(speed_file.read_text(encoding="utf-8")) if speed_file.is_file() else None
         name, release = METHODS[method]
         timing = f"{speed['released_s']:.0f} s : {speed['codeforest_s']:.0f} s" if speed else "not yet"
+        if speed and not speed.get("alone", False):
+            timing += " (machine shared)"
         progress = f" + {len(replayed) - len(whole)} in progress" if len(whole) < len(replayed) else ""
         lines.append(
             f"| {name} ({dataset}) | {release} | {len(whole)} recorded whole{progress} | "
