@@ -31,10 +31,10 @@ name="$(basename "$log" .calls.jsonl)"
 scratch="$(mktemp -d /tmp/conformance-speed-XXXXXX)"
 
 # Another model job on the machine (a recording, a bench) slows the program runs of one side more than the other's:
-# the time is marked as taken alone only when none ran before or after it.
-others() { pgrep -af "codeforest (serve|bench|solve|recorder|collect-prm)" > /dev/null; }
+# the time is marked as taken alone only when none was running as it started or as it ended.
+source "$here/../model_jobs.sh"
 alone=true
-others && alone=false
+model_jobs > /dev/null && alone=false
 
 # another recorder there would answer this run's calls (record_common.sh checks the released run's 8097)
 if curl -sf http://127.0.0.1:8096/v1/models > /dev/null; then echo "port 8096 is in use" >&2; exit 2; fi
@@ -57,7 +57,7 @@ started=$(date +%s.%N)
 python "$here/$method/replay.py" "$checkout" "${replay[@]}" "$@" > "$scratch/replay.log" 2>&1
 codeforest_s=$(python3 -c "print(round($(date +%s.%N) - $started, 1))")
 
-others && alone=false
+model_jobs > /dev/null && alone=false
 calls=$(wc -l < "$log")
 missed=0
 [ -f "$scratch/misses.jsonl" ] && missed=$(wc -l < "$scratch/misses.jsonl")

@@ -14,8 +14,9 @@ command -v codeforest > /dev/null || { echo "codeforest is not installed: run th
 export CODEFOREST_LLAMA_SETTINGS='{"n_cache_reuse": 256, "cache_ram_mib": 1024, "kv_unified": false}'
 # The rows' wall times are compared: another model job on the machine would slow some rows and not others (checked
 # before each dataset: the second starts hours after the first).
+source measurements/model_jobs.sh
 alone() {
-    if pgrep -af "codeforest (serve|bench|solve|recorder|collect-prm)" >&2; then
+    if model_jobs >&2; then
         echo "another model job is running (above): its rows' wall times would not compare; stop it first" >&2; exit 1
     fi
 }
