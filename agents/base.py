@@ -371,12 +371,16 @@ def truncated_cost(exc: LengthFinishReasonError, model: str = "") -> dict:
     return {**cost, "models": {model: dict(cost)}} if model else cost
 
 
-_FENCE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL | re.IGNORECASE)
+# A fenced block of any language (its closing fence is consumed with it, so a ```json block's end never reads as the
+# opening of a python one), or one the reply's end cut off.
+_FENCE = re.compile(r"```[ \t]*([^\n`]*?)[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
+PYTHON_FENCES = ("", "python", "python3", "py")
 
 
 def extract_code(text: str, entry_point: str | None = None) -> str | None:
-    """The program in a reply: the fenced block defining the entry point (else the longest), or bare code."""
-    blocks = [b.strip("\n") for b in _FENCE.findall(text) if b.strip()]
+    """The program in a reply: the python (or unlabelled) fenced block defining the entry point (else the longest),
+    or bare code."""
+    blocks = [b.strip("\n") for lang, b in _FENCE.findall(text) if lang.lower() in PYTHON_FENCES and b.strip()]
     if blocks:
         if entry_point:
             defining = [b for b in blocks if re.search(rf"^\s*def\s+{re.escape(entry_point)}\s*\(", b, re.M)]

@@ -44,6 +44,7 @@ from codeforest.graphs.state import NodeRecord, SearchState
 from codeforest.tools.released_exec import (
     CODEPRM_LABEL,
     RELEASED_JOIN_S,
+    judged_as_released,
     unfinished_in_join,
 )
 from codeforest.tools.testing import prm_feedback
@@ -82,7 +83,8 @@ class GvrContext(ThoughtTreeContext):
     gvr_error_text: Literal["line", "released"] = Field(default="line", description=(
         "How a failing assert's error reads in the feedback: its error line ('ValueError: ...'), or as the released "
         "executor reports it, the frames of its harness (File \"f.py\", line 23, in <module> and the line) then "
-        "the error, run so in the sandbox (function problems); the tests of a function's program share 10 s, as "
+        "the error, run so in the sandbox (function problems, whose reply is then judged as that executor reads "
+        "it: its first python block after its 16 import lines); the tests of a function's program share 10 s, as "
         "the released executor waits 10 s for them all, and a run it would not have waited for (a test out of "
         "time, or all of them past 10 s) reads as its 21 'No result got!' failures and a pass rate of 0."))
 
@@ -217,7 +219,8 @@ def simulate(state: GvrState, runtime: Runtime[GvrContext], model: BaseChatModel
     costs = [{**reply.cost, **kit.PROGRAM_RUN}]
     released = context.gvr_error_text == "released" and problem["kind"] == "function"
     result, record = kit.run_program(problem, reply.value, context, leaf, feedback=prm_feedback,
-                                     budget=RELEASED_JOIN_S if released else None)
+                                     budget=RELEASED_JOIN_S if released else None,
+                                     judged=judged_as_released(reply.raw) if released else None)
     record.update(kit.kept_reply(reply.raw, context.code_shown))
     pass_rate = result.pass_rate
     if released:

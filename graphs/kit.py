@@ -201,13 +201,15 @@ def program_status(execution: Execution | ExecutionResult) -> str:
 
 def run_program(problem: Problem, code: str, context: Context, node_id: str,
                 feedback: Callable[[ExecutionResult], str] = feedback_text,
-                budget: float | None = None) -> tuple[ExecutionResult, dict]:
+                budget: float | None = None, judged: str | None = None) -> tuple[ExecutionResult, dict]:
     """Run a node's program on the public tests in the sandbox (``budget``: the whole run's seconds, if any); the
-    result and the node fields it sets. A program this run already ran is not run again: its verdict is kept
-    (``graphs.verdicts``)."""
-    result = remembered(problem, ("public tests", code, context.test_timeout, context.sandbox, budget),
-                        lambda: run_public_tests(problem, code, timeout=context.test_timeout, backend=context.sandbox,
-                                                 budget=budget))
+    result and the node fields it sets. ``judged``: the text the tests run instead, when the verdict is a released
+    executor's reading of the reply (the node keeps ``code``). A program this run already ran is not run again: its
+    verdict is kept (``graphs.verdicts``)."""
+    judged = code if judged is None else judged
+    result = remembered(problem, ("public tests", judged, context.test_timeout, context.sandbox, budget),
+                        lambda: run_public_tests(problem, judged, timeout=context.test_timeout,
+                                                 backend=context.sandbox, budget=budget))
     emit("executed", node=node_id, passed=result.passed, total=result.total)
     return result, {"code": code, "execution": result.summary(), "feedback": feedback(result),
                     "status": program_status(result)}

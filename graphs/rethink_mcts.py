@@ -43,6 +43,7 @@ from codeforest.tools import ldb
 from codeforest.tools.released_exec import (
     RELEASED_JOIN_S,
     RETHINK_LABEL,
+    judged_as_released,
     unfinished_in_join,
 )
 from codeforest.tools.testing import current_output, execution_report, is_stdin_test, prm_feedback, shown_test
@@ -89,7 +90,8 @@ class RethinkContext(ThoughtTreeContext):
         "instruction), or the released code's (one text 'Above is the combination of problem + thoughts & "
         "reflections + code ...' with '## Failed test i' entries and the trace under '# Trace blocks debugging', "
         "placed before the expansion's instruction and after the rethink's). On a function problem the released "
-        "layout also shows each failing assert as the released executor reports it (run again in its harness in "
+        "layout also judges the reply as that executor reads it (its first python block, after its 16 import "
+        "lines), shows each failing assert as the released executor reports it (run again in its harness in "
         "the sandbox: the value returned as str() writes it, an error as its frames); its tests share 10 s, as that "
         "executor waits 10 s for them all, and a run it would have stopped waiting for (a test out of time, or all "
         "of them past 10 s) reads as its 21 'No result got!' failures with v_test 0."))
@@ -257,7 +259,8 @@ def simulate(state: RolloutState, runtime: Runtime[RethinkContext], model: BaseC
     costs = [{**reply.cost, **kit.PROGRAM_RUN}]
     released_join = released_harness(problem, context)
     result, record = kit.run_program(problem, reply.value, context, leaf,
-                                     budget=RELEASED_JOIN_S if released_join else None)
+                                     budget=RELEASED_JOIN_S if released_join else None,
+                                     judged=judged_as_released(reply.raw) if released_join else None)
     record.update(kit.kept_reply(reply.raw, context.code_shown))
     shown = kit.shown_code(record, context.code_shown)
     v_test = result.pass_rate if result.total else 1.0

@@ -60,10 +60,9 @@ from codeforest.tools.knowledge import (
 )
 from codeforest.tools.released_exec import (
     RPM_LABEL,
+    judged_as_released,
     released_failures,
-    released_program,
     results_text,
-    with_imports,
 )
 from codeforest.tools.testing import feedback_text
 
@@ -607,9 +606,8 @@ def _run(problem: Problem, code: str, context: RpmContext, node_id: str) -> tupl
     """Run a program on the public tests (``kit.run_program``); under ``rpm_results_text=released`` judged as the
     released executor judges it: what it reads as the program (a reply whose python block is never closed is the
     text after its fence), after its import lines. The node keeps the program as written."""
-    run = with_imports(released_program(code)) if context.rpm_results_text == "released" else code
-    result, tested = kit.run_program(problem, run, context, node_id)
-    return result, {**tested, "code": code}
+    judged = judged_as_released(code) if context.rpm_results_text == "released" else None
+    return kit.run_program(problem, code, context, node_id, judged=judged)
 
 
 def _attempt(problem: Problem, context: RpmContext, llm: BaseChatModel, nodes: dict[str, NodeRecord], leaf: str,

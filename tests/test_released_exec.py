@@ -173,3 +173,25 @@ def test_a_reply_written_again_keeps_its_released_failures_for_the_run(monkeypat
     leaves = [n for n in out["nodes"].values() if n.get("code")]
     assert script.roles.count("solver") == 2 and len(ran) == 1 and ran[0] == wrong
     assert len(leaves) == 2 and leaves[0]["feedback"] == leaves[1]["feedback"] and ASSERT in leaves[0]["feedback"]
+
+
+def test_gvr_under_the_released_text_judges_the_reply_as_its_executor_reads_it():
+    """The released executor runs a reply's first python block after its import lines: a first block using
+    ``math`` unimported passes there, while codeforest's own reading takes the longer block defining the entry."""
+    problem = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",
+               "entry_point": "inc", "public_tests": [ASSERT, "assert inc(5) == 6"]}
+    reply = ("```python\ndef inc(x):\n    return math.floor(x) + 1\n```\nOr, longer:\n"
+             "```python\ndef inc(x):\n    shifted = x\n    return shifted + 2\n```")
+    two = '[{"Thought-1": " Add.", "Reasonableness": 0.6}, {"Thought-2": " Sum.", "Reasonableness": 0.4}]'
+    passed = {}
+    for text in ("line", "released"):
+        script = RoleScript([("doesn't pass some test cases", "expand_fb"), ("Reasonableness", "expand"),
+                             ("Complete the Python program", "solver")],
+                            expand=[two] * 2, solver=[reply], expand_fb=[two])
+        context = gvr.GvrContext(structured_output=False, gvr_width=2, gvr_rollouts=1, gvr_reward="pub_test",
+                                 gvr_max_refines=0, gvr_error_text=text, test_timeout=2.0)
+        out = gvr.build_graph(model=RespondingChatModel(respond=script)).invoke({"problem": problem}, context=context)
+        node = out["nodes"]["n1"]
+        passed[text] = node["execution"]["passed"]
+        assert node["code"].endswith("return shifted + 2")  # the node keeps codeforest's reading
+    assert passed == {"line": 0, "released": 2}

@@ -224,6 +224,22 @@ def test_released_layout_shows_a_failing_assert_as_the_released_executor_reports
         assert node["execution"]["passed"] == 1  # codeforest's own verdict: inc(1) passes, inc(5) times out
 
 
+# The first block is right once the released executor's import lines come before it; the longer one is wrong.
+TWO_BLOCKS = ("```python\ndef inc(x):\n    return math.floor(x) + 1\n```\nOr, longer:\n"
+              "```python\ndef inc(x):\n    shifted = x\n    return shifted + 2\n```")
+
+
+@pytest.mark.parametrize("layout, reward", [("released", 1.0), ("paper", 0.0)])
+def test_the_released_layout_judges_the_reply_as_its_executor_reads_it(layout, reward):
+    script = Script(expand=[thoughts(("Return x + 1.", 1.0))] * 2, expand_fb=[thoughts(("Add one.", 1.0))],
+                    solver=[TWO_BLOCKS])
+    out = run(script, rethink_rollouts=1, rethink_max_rethinks=0, rethink_block_info=False,
+              rethink_feedback_layout=layout, rethink_self_eval=False, test_timeout=1)
+    node = out["nodes"]["n1"]
+    assert node["reward"] == reward
+    assert node["code"].endswith("return shifted + 2")  # the node keeps codeforest's reading of the reply
+
+
 def test_released_no_verbal_rethink_and_the_layout_refused_with_the_verifier_locator():
     script = Script(expand=[thoughts(("Return x + 2.", 1.0))] * 3, expand_fb=[thoughts(("Add one.", 1.0))] * 3,
                     solver=[code("x + 2"), code("x + 1"), code("x + 1")] * 2, rethink=["Add one to x."] * 3,

@@ -161,6 +161,11 @@ def released_program(text: str) -> str:
     return text.split("```python")[1].split("```")[0] if "```python" in text else text
 
 
+def judged_as_released(text: str) -> str:
+    """What the released HumanEval executor runs for a reply's verdict: its first python block after its imports."""
+    return with_imports(released_program(text))
+
+
 def released_failures(text: str, tests: list[str], entry: str, *, label: str, limit: float,
                       backend: str | None = None) -> list[dict]:
     """``{'error': ..., 'output': ...}`` for each (failing) assert in ``tests``, as the released executor reports
