@@ -7,16 +7,16 @@
 #  1. The conformance recordings and their replays (issue 58): conformance/queue.sh, which only replays a dataset
 #     recorded whole; then the wall time of each dataset recorded whole and not timed alone yet
 #     (conformance/speed.sh).
-#  2. The stronger judge (issue 59): judge-1.5b/run.sh.
-#  3. GVR on the APPS-interview dev sample at its default value, the paper's (gvr_reward=pub_prm), beside the
+#  2. GVR on the APPS-interview dev sample at its default value, the paper's (gvr_reward=pub_prm), beside the
 #     committed gvr_reward=pub_test row, and plain resampling given its mean tokens: the same bench settings as that
 #     row (queue.sh), on the same response cache, so the calls both rows make replay.
-#  4. The committed rows the code no longer reproduces from their response caches (a cache miss on the first or a
+#  3. The committed rows the code no longer reproduces from their response caches (a cache miss on the first or a
 #     later call), run again at their defaults into a `rerun/` folder beside them, on the same cache (the calls
 #     that still match replay), with plain resampling at the new mean tokens: rpm_mcts with and without the KB
 #     (apps-intro-1.5b: every problem, the problem is shown as the released code builds it), rethink_mcts on
 #     humaneval-fair-1.5b (4 problems) and on apps-interview-1.5b (2 problems), whose block traces showed an
 #     object's memory address and whose rethought thoughts are shown as the released code shows them.
+#  4. The stronger judge (issue 59): judge-1.5b/run.sh.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 [ -x .venv/bin/codeforest ] && PATH="$PWD/.venv/bin:$PATH"
@@ -46,10 +46,6 @@ for replayed in "$C"/*/*.replay.jsonl; do
         "$C/$method/$dataset.finals.jsonl" "$dataset" "${kb[@]}" || echo "speed: $method $dataset failed" >&2
 done
 python "$C/table.py" --readme > /dev/null
-
-# The stronger judge (issue 59) before the rows below: those only bring committed rows up to the current code.
-echo "== $(date -u +%FT%TZ) the stronger judge"
-measurements/judge-1.5b/run.sh
 
 # Each row as queue.sh's bench: 4 problems at once on a 4-slot server, one KV cache per slot.
 bench_row() {  # OUT CACHE DATASET BENCH-ARGS...
@@ -85,4 +81,6 @@ for row in "measurements/apps-intro-1.5b apps_introductory150 rpm_mcts" \
         --tokens-of "$graph"
 done
 
+echo "== $(date -u +%FT%TZ) the stronger judge"
+measurements/judge-1.5b/run.sh
 echo "== $(date -u +%FT%TZ) pending measurements done"
