@@ -136,3 +136,9 @@ class InFlight:
         finally:
             with self._lock:
                 self.active -= 1
+
+
+# A code reply of two python blocks defining ``inc``: the first is right once the released HumanEval executor's import
+# lines come before it (it uses ``math`` unimported), the longer second one, codeforest's own reading, is wrong.
+TWO_BLOCKS = ("```python\ndef inc(x):\n    return math.floor(x) + 1\n```\nOr, longer:\n"
+              "```python\ndef inc(x):\n    shifted = x\n    return shifted + 2\n```")

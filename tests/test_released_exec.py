@@ -18,7 +18,7 @@ from codeforest.tools.released_exec import (
     results_text,
     unfinished_in_join,
 )
-from tests.fakes import RespondingChatModel, RoleScript
+from tests.fakes import TWO_BLOCKS, RespondingChatModel, RoleScript
 
 ASSERT = "assert inc(1) == 2"
 
@@ -180,14 +180,12 @@ def test_gvr_under_the_released_text_judges_the_reply_as_its_executor_reads_it()
     ``math`` unimported passes there, while codeforest's own reading takes the longer block defining the entry."""
     problem = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",
                "entry_point": "inc", "public_tests": [ASSERT, "assert inc(5) == 6"]}
-    reply = ("```python\ndef inc(x):\n    return math.floor(x) + 1\n```\nOr, longer:\n"
-             "```python\ndef inc(x):\n    shifted = x\n    return shifted + 2\n```")
     two = '[{"Thought-1": " Add.", "Reasonableness": 0.6}, {"Thought-2": " Sum.", "Reasonableness": 0.4}]'
     passed = {}
     for text in ("line", "released"):
         script = RoleScript([("doesn't pass some test cases", "expand_fb"), ("Reasonableness", "expand"),
                              ("Complete the Python program", "solver")],
-                            expand=[two] * 2, solver=[reply], expand_fb=[two])
+                            expand=[two] * 2, solver=[TWO_BLOCKS], expand_fb=[two])
         context = gvr.GvrContext(structured_output=False, gvr_width=2, gvr_rollouts=1, gvr_reward="pub_test",
                                  gvr_max_refines=0, gvr_error_text=text, test_timeout=2.0)
         out = gvr.build_graph(model=RespondingChatModel(respond=script)).invoke({"problem": problem}, context=context)

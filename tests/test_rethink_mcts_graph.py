@@ -15,7 +15,7 @@ from codeforest.graphs.rethink_mcts import (
     verbal_feedback,
 )
 from codeforest.suites import ExecutionResult, TestOutcome
-from tests.fakes import RespondingChatModel, RoleScript, thought_list
+from tests.fakes import TWO_BLOCKS, RespondingChatModel, RoleScript, thought_list
 
 PROBLEM = {"id": "T/inc", "prompt": 'def inc(x):\n    """Return x plus one."""\n', "kind": "function",
            "entry_point": "inc", "public_tests": ["assert inc(1) == 2", "assert inc(5) == 6"]}
@@ -222,11 +222,6 @@ def test_released_layout_shows_a_failing_assert_as_the_released_executor_reports
     if reply == LOOPS_ON_5:  # six of the 21 are shown, as the released feedback lists six
         assert tests == "".join(f"\n\n## Failed test {i}: {failed}" for i in range(1, 7)) + " \n"
         assert node["execution"]["passed"] == 1  # codeforest's own verdict: inc(1) passes, inc(5) times out
-
-
-# The first block is right once the released executor's import lines come before it; the longer one is wrong.
-TWO_BLOCKS = ("```python\ndef inc(x):\n    return math.floor(x) + 1\n```\nOr, longer:\n"
-              "```python\ndef inc(x):\n    shifted = x\n    return shifted + 2\n```")
 
 
 @pytest.mark.parametrize("layout, reward", [("released", 1.0), ("paper", 0.0)])

@@ -170,7 +170,7 @@ def released_failures(text: str, tests: list[str], entry: str, *, label: str, li
                       backend: str | None = None) -> list[dict]:
     """``{'error': ..., 'output': ...}`` for each (failing) assert in ``tests``, as the released executor reports
     it: ``output`` is the assert, a blank line, ``label`` and the value returned (or the error, or TIMEOUT)."""
-    program = with_imports(released_program(text)) + "\n"
+    program = judged_as_released(text) + "\n"
     requests = [{"entry": entry, "program": program, "test": "\n" + test, "limit": limit} for test in tests]
     failures = []
     for test, reply in zip(tests, _replies(RUNNER, "released_test", requests, 2 * limit + 10, backend), strict=True):
