@@ -1,17 +1,21 @@
 """What GVR's trees in this folder show about its Verifier and its refinements (issue 16's report).
 
-Run: python measurements/apps-interview-1.5b/gvr_trees.py. It reads trees/gvr/*.json only (no model, no tests).
+Run: python measurements/apps-interview-1.5b/gvr_trees.py [TREES]. It reads TREES/*.json only (no model, no tests):
+by default trees/gvr, the row at the released reward (gvr_reward=pub_test); the row at the paper's reward, the
+default, is trees/gvr/local/apps_interview150.
 """
 
 import collections
 import json
 import pathlib
+import sys
 
 EXAMPLE = (0.3, 0.8, 1.0)  # the scores of the released verifier prompt's "Example Answer" (prompts/verifier.yaml)
 
 
-def main() -> None:
-    trees = sorted((pathlib.Path(__file__).parent / "trees" / "gvr").glob("*.json"))
+def main(folder: pathlib.Path) -> None:
+    """Count the refinements by depth and the Verifier's echoes of its prompt example in the trees of ``folder``."""
+    trees = sorted(folder.glob("*.json"))
     refined_at = collections.Counter()
     scorings = echoes = first_flagged = 0
     for path in trees:
@@ -34,4 +38,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else pathlib.Path(__file__).parent / "trees" / "gvr")
