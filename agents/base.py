@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Generic, NamedTuple, TypeVar
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.load import dumps
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableBinding
 from openai import LengthFinishReasonError
@@ -348,13 +349,33 @@ def structured_call(model: BaseChatModel, msgs: list[BaseMessage], schema: dict,
             try:
                 out = _invoke(runnable, msgs, model)
             except LengthFinishReasonError as exc:  # the client refuses to parse a reply cut off at its limit
+                keep_unreturned(model, msgs, exc)
                 return None, truncated_text(exc), _record(truncated_cost(exc, model_name(model)))
             raw = out["raw"]
+            if (raw.response_metadata or {}).get("finish_reason") == "length":  # that reply, found in the cache
+                return None, reply_text(raw), _record(usage_cost(raw, model_name(model)))
             parsed = out.get("parsed")
             return (parsed if isinstance(parsed, dict) else None), reply_text(raw), \
                 _record(usage_cost(raw, model_name(model)))
     text, cost = call_model(model, msgs)
     return None, text, cost
+
+
+def keep_unreturned(model, msgs: list[BaseMessage], exc: LengthFinishReasonError) -> None:
+    """Store a schema-constrained reply cut off at its output limit in the model's response cache, as LangChain
+    stores every reply it is handed: the client raised instead, so a replay of the run would ask the call again."""
+    while isinstance(model, RunnableBinding):
+        model = model.bound
+    store = getattr(getattr(model, "cache", None), "store_unreturned", None)
+    create = getattr(model, "_create_chat_result", None)
+    if store is None or create is None:
+        return
+    result = create(exc.completion)
+    for generation in result.generations:  # the response metadata LangChain gives a reply before caching it
+        generation.message.response_metadata = {**(result.llm_output or {}), **(generation.generation_info or {}),
+                                                **generation.message.response_metadata}
+    # the prompt as LangChain keys it: the messages without their ids
+    store(dumps([m.model_copy(update={"id": None}) if m.id is not None else m for m in msgs]), result.generations)
 
 
 def truncated_text(exc: LengthFinishReasonError) -> str:

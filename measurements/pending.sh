@@ -10,13 +10,7 @@
 #  2. GVR on the APPS-interview dev sample at its default value, the paper's (gvr_reward=pub_prm), beside the
 #     committed gvr_reward=pub_test row, and plain resampling given its mean tokens: the same bench settings as that
 #     row (queue.sh), on the same response cache, so the calls both rows make replay.
-#  3. The committed rows the code no longer reproduces from their response caches (a cache miss on the first or a
-#     later call), run again at their defaults into a `rerun/` folder beside them, on the same cache (the calls
-#     that still match replay), with plain resampling at the new mean tokens: rethink_mcts on humaneval-fair-1.5b
-#     (4 problems) and on apps-interview-1.5b (2 problems), whose block traces showed an object's memory address
-#     and whose rethought thoughts are shown as the released code shows them. Once a rerun is whole, move_rows.py
-#     moves the old rows into a superseded subfolder and the new ones into the folder, and its line here goes.
-#  4. The stronger judge (issue 59): judge-1.5b/run.sh.
+#  3. The stronger judge (issue 59): judge-1.5b/run.sh.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 [ -x .venv/bin/codeforest ] && PATH="$PWD/.venv/bin:$PATH"
@@ -67,15 +61,6 @@ AV=measurements/apps-interview-1.5b
 if whole_row "$AV" "$AV/responses.sqlite" apps_interview150 --graph gvr; then
     CODEFOREST_RESAMPLE_N=1000 bench_row "$AV" "$AV/responses.sqlite" apps_interview150 --graph resample --tokens-of gvr
 fi
-
-# The stale rows, each run again in a rerun/ folder beside it, on its folder's response cache.
-for row in "measurements/humaneval-fair-1.5b humaneval rethink_mcts" \
-           "measurements/apps-interview-1.5b apps_interview150 rethink_mcts"; do
-    read -r folder dataset graph <<< "$row"
-    whole_row "$folder/rerun" "$folder/responses.sqlite" "$dataset" --graph "$graph" || continue
-    CODEFOREST_RESAMPLE_N=1000 bench_row "$folder/rerun" "$folder/responses.sqlite" "$dataset" --graph resample \
-        --tokens-of "$graph"
-done
 
 echo "== $(date -u +%FT%TZ) the stronger judge"
 measurements/judge-1.5b/run.sh

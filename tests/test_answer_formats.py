@@ -200,3 +200,29 @@ def test_a_schema_reply_cut_off_at_its_output_limit_is_read_as_unconstrained_tex
     cut_off, unconstrained = outs
     assert (cut_off.value, cut_off.raw, cut_off.parsed) == (unconstrained.value, cut, unconstrained.parsed)
     assert cut_off.cost == unconstrained.cost and cut_off.cost["prompt_tokens"] == 11
+
+
+@pytest.mark.parametrize("name", list(CALLS))
+def test_a_schema_reply_cut_off_at_its_output_limit_is_kept_in_the_response_cache(name, tmp_path):
+    """The client raises instead of handing LangChain that reply, so LangChain cannot cache it: it is stored under
+    the key its call missed with, and a replay of the run reads it as the run did, with no call to the model."""
+    from codeforest.tools.cache import SQLiteResponseCache
+
+    call, reply, _ = CALLS[name]
+    cut = reply[: len(reply) // 2]
+    outs, asked = [], []
+    for replies, faults in (([cut], ["length"]), ([reply], [])):  # the replay's endpoint would answer in full
+        api = FakeOpenAI(replies, faults=faults)
+        try:
+            model = ChatOpenAI(base_url=api.url, api_key="not-needed", model="fake", max_retries=0,
+                               cache=SQLiteResponseCache(tmp_path / "responses.sqlite"))
+            outs.append(call(model, True))
+        finally:
+            api.close()
+        asked.append(len(api.requests))
+    made, replayed = outs
+    assert asked == [1, 0]
+    assert (replayed.value, replayed.raw, replayed.parsed) == (made.value, cut, made.parsed)
+    assert {k: replayed.cost[k] for k in ("llm_calls", "prompt_tokens", "completion_tokens")} == \
+        {k: made.cost[k] for k in ("llm_calls", "prompt_tokens", "completion_tokens")}
+    assert replayed.cost.get("cached_calls") == 1 and "cached_calls" not in made.cost
