@@ -352,9 +352,8 @@ def structured_call(model: BaseChatModel, msgs: list[BaseMessage], schema: dict,
                 keep_unreturned(model, msgs, exc)
                 return None, truncated_text(exc), _record(truncated_cost(exc, model_name(model)))
             raw = out["raw"]
-            if (raw.response_metadata or {}).get("finish_reason") == "length":  # that reply, found in the cache
-                return None, reply_text(raw), _record(usage_cost(raw, model_name(model)))
-            parsed = out.get("parsed")
+            # a reply cut off at its limit, found in the cache, is read as it was when made: unparsed
+            parsed = None if (raw.response_metadata or {}).get("finish_reason") == "length" else out.get("parsed")
             return (parsed if isinstance(parsed, dict) else None), reply_text(raw), \
                 _record(usage_cost(raw, model_name(model)))
     text, cost = call_model(model, msgs)

@@ -176,16 +176,14 @@ class SQLiteResponseCache(BaseCache):
         """Store the generations of one call."""
         self._store(prompt, model_key(llm_string), return_val)
 
-    def store_unreturned(self, prompt: str, return_val: RETURN_VAL_TYPE) -> bool:
+    def store_unreturned(self, prompt: str, return_val: RETURN_VAL_TYPE) -> None:
         """Store the generations of a call now being made for ``prompt`` that its client raised on instead of
         returning (a schema-constrained reply cut off at its output limit), under the key its lookup missed with,
-        so a replay finds it as it finds any other reply; False when no such call is pending."""
+        so a replay finds it as it finds any other reply; nothing when no such call is pending."""
         with self._lock:
             pending = [key for prompt_asked, key in self._missed if prompt_asked == prompt]
-        if not pending:
-            return False
-        self._store(prompt, pending[-1], return_val)
-        return True
+        if pending:
+            self._store(prompt, pending[-1], return_val)
 
     def _store(self, prompt: str, key: str, return_val: RETURN_VAL_TYPE) -> None:
         with self._lock:
