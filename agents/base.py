@@ -278,6 +278,9 @@ def call_model_choices(model: BaseChatModel, msgs: list[BaseMessage], n: int, **
     texts of the replies the endpoint gave, and the call's cost."""
     from langchain_core.runnables import RunnableLambda
 
+    route = _route()
+    if route is not None:  # a role's own temperature or output limit stands over what this call sets
+        settings = {k: v for k, v in settings.items() if k not in route.fixed}
     model = routed(model)
     if isinstance(model, RunnableBinding):  # what the caller bound, under what this call sets
         model, settings = model.bound, {**model.kwargs, **settings}

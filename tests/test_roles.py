@@ -145,6 +145,26 @@ def test_a_role_entry_fixes_its_temperature_and_keeps_what_the_graph_binds(endpo
     assert [r["max_completion_tokens"] for r in sent] == [77, 77]  # not the solver's default limit, 4,096
 
 
+def test_a_role_entry_fixes_the_temperature_and_limit_of_one_request_for_several_replies(endpoints):
+    """GVR's released fallback asks one request for n thoughts at a temperature and output limit of its own; the
+    thinker's entry fixing 0.3 and 77 output tokens stands over them."""
+    from langchain_openai import ChatOpenAI
+
+    from codeforest.agents import thinker
+    from codeforest.agents.base import Route, routing
+    from codeforest.prompts import load_prompt
+
+    first, second = endpoints
+    search = ChatOpenAI(base_url=first.url, api_key="k", model="search")
+    own = ChatOpenAI(base_url=second.url, api_key="k", model="coder", temperature=0.3, max_tokens=77)
+    before = len(second.requests)
+    with routing({"thinker": Route(own, frozenset({"temperature", "max_tokens"}), None)}.get):
+        thinker.sampled_thoughts(search, load_prompt("thinker_gvr"), PROBLEM, previous="", n=2, released=True,
+                                 temperature=0.7, max_tokens=2048)
+    sent = second.requests[before:]
+    assert [(r["model"], r["temperature"], r["max_completion_tokens"], r["n"]) for r in sent] == [("coder", 0.3, 77, 2)]
+
+
 def test_bad_role_names_are_refused_by_name(endpoints):
     with pytest.raises(ValueError, match="unknown role.*critc.*the roles: thinker"):
         Context(roles={"critc": {"model": "x"}})
