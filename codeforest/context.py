@@ -13,8 +13,9 @@ import dataclasses
 import os
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
+from codeforest.model_names import counted_name
 from codeforest.roles import ROLE_NAMES
 
 ENV_PREFIX = "CODEFOREST_"
@@ -178,6 +179,18 @@ class Context(BaseModel):
             raise ValueError("selector_base_url is set without selector_model: name the model the Tester and the "
                              "judge use at that endpoint")
         return self
+
+    @field_validator("prices")
+    @classmethod
+    def _prices_by_counted_name(cls, prices: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+        """Key each price by the name calls are counted under ('local' -> the embedded 1.5B's file name)."""
+        counted: dict[str, tuple[float, float]] = {}
+        for name, price in prices.items():
+            key = counted_name(name)
+            if key in counted and counted[key] != price:
+                raise ValueError(f"two prices for {key}: {counted[key]} and {price} (one given as {name!r})")
+            counted[key] = price
+        return counted
 
     @model_validator(mode="after")
     def _prices_are_not_negative(self) -> Context:

@@ -39,6 +39,7 @@ from codeforest.context import Context, environment_roles
 from codeforest.cost import add_cost, money_spent, price_of, tokens_spent
 from codeforest.graphs.state import Execution, NodeRecord, SearchInput, SearchOutput, SearchState, merge_nodes
 from codeforest.graphs.verdicts import remembered
+from codeforest.model_names import counted_name
 from codeforest.problems import Problem, public_suite, validate_problem
 from codeforest.prompts import Prompt, check_prompts_dir, load_prompt
 from codeforest.suites import ExecutionResult, TestOutcome
@@ -319,8 +320,6 @@ def check_prices(context: Context) -> None:
     """Under a ``cost_budget``, refuse a run whose models are not all priced, by name, before any call."""
     if not context.cost_budget:
         return
-    from codeforest.tools.models import counted_name
-
     names = {counted_name(run.model, run.base_url) for run in context.model_contexts()}
     missing = sorted(name for name in names if price_of(name, context.prices) is None)
     if missing:

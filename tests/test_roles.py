@@ -234,6 +234,35 @@ def test_roles_and_prices_come_from_the_environment_as_json(monkeypatch):
         Context(prices={"m": (0.1, -1.0), "n": (1.0, 2.0)})
 
 
+def test_a_price_given_under_a_models_short_name_prices_its_calls(monkeypatch):
+    """'small', an alias or a .gguf path in a price table (Python, Studio, the environment) prices the calls counted
+    under the model's file name, as on the command line; two prices for one model are refused."""
+    small, local = "qwen2.5-coder-0.5b-instruct-q4_k_m", "qwen2.5-coder-1.5b-instruct-q4_k_m"
+    context = Context(prices={"small": (2.0, 4.0), "1.5B": (7.0, 7.0), "/models/Llama-3.1-8B.gguf": (1.0, 1.0)})
+    assert context.prices == {small: (2.0, 4.0), local: (7.0, 7.0), "Llama-3.1-8B": (1.0, 1.0)}
+    spent = {"prompt_tokens": 1_000_000, "completion_tokens": 1_000_000,
+             "models": {small: {"prompt_tokens": 500_000, "completion_tokens": 500_000},
+                        local: {"prompt_tokens": 500_000, "completion_tokens": 500_000}}}
+    assert money_spent(spent, context.prices) == pytest.approx(1.0 + 2.0 + 3.5 + 3.5)  # not the default 0.5 and 1.5
+    monkeypatch.setenv("CODEFOREST_PRICES", json.dumps({"fast": [3, 3]}))
+    assert Context().prices == {small: (3.0, 3.0)}
+    with pytest.raises(ValueError, match=f"two prices for {local}"):
+        Context(prices={"local": (1.0, 1.0), local: (2.0, 2.0)})
+    assert Context(prices={"local": (1.0, 1.0), local: (1.0, 1.0)}).prices == {local: (1.0, 1.0)}
+
+
+def test_a_record_shows_each_roles_model_by_its_file_name_and_never_its_endpoint():
+    from codeforest.bench import result_settings
+
+    context = Context(roles={"critic": {"model": "/home/me/private/Llama-3.1-8B.gguf", "temperature": 0.2},
+                             "solver": {"model": "coder", "base_url": "http://user:secret@10.0.0.2/v1"}},
+                      prices={"/home/me/private/Llama-3.1-8B.gguf": (8.0, 8.0)})
+    settings = result_settings(context)
+    assert settings["roles"] == "critic=Llama-3.1-8B.gguf/temperature:0.2,solver=coder"
+    assert settings["prices"] == {"Llama-3.1-8B": [8.0, 8.0]}
+    assert "private" not in json.dumps(settings) and "secret" not in json.dumps(settings)
+
+
 def test_a_bench_on_two_models_replays_each_models_calls_from_its_own_cache_entries(endpoints, fixtures, tmp_path):
     """codetree writing on one endpoint and judging on the other: a rerun into another folder replays every call of
     both models from the response cache; with the critic renamed, only the critic's calls reach a model again."""

