@@ -251,16 +251,18 @@ def test_a_price_given_under_a_models_short_name_prices_its_calls(monkeypatch):
     assert Context(prices={"local": (1.0, 1.0), local: (1.0, 1.0)}).prices == {local: (1.0, 1.0)}
 
 
-def test_a_record_shows_each_roles_model_by_its_file_name_and_never_its_endpoint():
+def test_a_record_shows_each_roles_model_by_its_file_name_and_never_its_endpoint(tmp_path):
     from codeforest.bench import result_settings
 
-    context = Context(roles={"critic": {"model": "/home/me/private/Llama-3.1-8B.gguf", "temperature": 0.2},
+    gguf = str(tmp_path / "private" / "Llama-3.1-8B.gguf")
+    context = Context(roles={"critic": {"model": gguf, "temperature": 0.2},
                              "solver": {"model": "coder", "base_url": "http://user:secret@10.0.0.2/v1"}},
-                      prices={"/home/me/private/Llama-3.1-8B.gguf": (8.0, 8.0)})
+                      prices={gguf: (8.0, 8.0)})
     settings = result_settings(context)
     assert settings["roles"] == "critic=Llama-3.1-8B.gguf/temperature:0.2,solver=coder"
     assert settings["prices"] == {"Llama-3.1-8B": [8.0, 8.0]}
-    assert "private" not in json.dumps(settings) and "secret" not in json.dumps(settings)
+    shown = json.dumps(settings)
+    assert str(tmp_path) not in shown and "private" not in shown and "secret" not in shown
 
 
 def test_a_bench_on_two_models_replays_each_models_calls_from_its_own_cache_entries(endpoints, fixtures, tmp_path):
