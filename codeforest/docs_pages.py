@@ -98,9 +98,14 @@ def _help(parser: argparse.ArgumentParser) -> str:
             os.environ["COLUMNS"] = columns
 
 
-def result_folders(measurements: Path) -> list[Path]:
-    """The measurement folders holding benchmark records (``codeforest bench``'s, not another tool's)."""
-    return sorted(p.parent for p in measurements.glob("*/results.jsonl") if _bench_records(p))
+def result_folders(measurements: Path) -> dict[str, Path]:
+    """The measurement folders holding benchmark records (``codeforest bench``'s, not another tool's), by their path
+    under ``measurements``: each folder with records, and each folder one level down in a folder without records of
+    its own (a measurement kept per dataset); the runs kept beside a folder's own records are not listed."""
+    top = {p.parent for p in measurements.glob("*/results.jsonl")}
+    nested = {p.parent for p in measurements.glob("*/*/results.jsonl") if p.parent.parent not in top}
+    return {folder.relative_to(measurements).as_posix(): folder for folder in sorted(top | nested)
+            if _bench_records(folder / "results.jsonl")}
 
 
 def _bench_records(path: Path) -> bool:
@@ -111,19 +116,20 @@ def _bench_records(path: Path) -> bool:
     return "problem_id" in first and "graph" in first
 
 
-def results_page(folder: Path, plot_name: str | None) -> str:
-    """A measurement folder's page: what it holds (its README, if any), the plot, and the report's tables from its
-    records."""
+def results_page(name: str, folder: Path, plot_name: str | None) -> str:
+    """A measurement folder's page (``name`` is its path under ``measurements``): what it holds (the READMEs of
+    the measurement and of the folder, if any), the plot, and the report's tables from its records."""
     from codeforest.bench import read_results
     from codeforest.report import markdown
 
-    parts = [f"# {folder.name}", f"Records: `measurements/{folder.name}/results.jsonl`; the same tables as its "
+    parts = [f"# {name}", f"Records: `measurements/{name}/results.jsonl`; the same tables as its "
              "`report.md`, written by `codeforest report` from those records."]
-    readme = folder / "README.md"
-    if readme.is_file():
-        parts.append(_demoted(readme.read_text(encoding="utf-8")))
+    readmes = [folder.parent / "README.md"] if "/" in name else []  # a measurement kept per dataset
+    for readme in [*readmes, folder / "README.md"]:
+        if readme.is_file():
+            parts.append(_demoted(readme.read_text(encoding="utf-8")))
     if plot_name:
-        parts.append(f"![pass@1 against tokens per problem, {folder.name}]({plot_name})")
+        parts.append(f"![pass@1 against tokens per problem, {name}]({plot_name})")
     parts.append(markdown(read_results(folder)))
     return "\n\n".join(parts) + "\n"
 

@@ -29,8 +29,8 @@ def on_config(config):
     """Add a results page per measurement folder to the navigation."""
     for section in config["nav"]:
         if "Results" in section:
-            folders = docs_pages.result_folders(ROOT / "measurements")
-            section["Results"] += [{f.name: f"results/{f.name}.md"} for f in folders]
+            names = docs_pages.result_folders(ROOT / "measurements")
+            section["Results"] += [{name: f"results/{name}.md"} for name in names]
     return config
 
 
@@ -38,12 +38,12 @@ def on_files(files, config):
     """Write the generated pages and copy the plots into the site."""
     pages = {"reference/settings.md": docs_pages.settings_reference(), "reference/cli.md": docs_pages.cli_reference(),
              "changelog.md": (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")}
-    for folder in docs_pages.result_folders(ROOT / "measurements"):
+    for name, folder in docs_pages.result_folders(ROOT / "measurements").items():
         plot = folder / PLOT
-        plot_name = f"{folder.name}.png" if plot.is_file() else None
+        plot_name = f"{folder.name}.png" if plot.is_file() else None  # beside its page: results/NAME.png
         if plot_name:
-            files.append(File.generated(config, f"results/{plot_name}", abs_src_path=str(plot)))
-        pages[f"results/{folder.name}.md"] = docs_pages.results_page(folder, plot_name)
+            files.append(File.generated(config, f"results/{name}.png", abs_src_path=str(plot)))
+        pages[f"results/{name}.md"] = docs_pages.results_page(name, folder, plot_name)
     for path, content in pages.items():
         files.append(File.generated(config, path, content=content))
     return files

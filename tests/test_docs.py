@@ -5,6 +5,7 @@ code came to be."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -44,9 +45,27 @@ def test_the_site_builds_strictly_with_every_generated_page(site):
         assert f'id="{graph}"' in settings
     cli = (site / "reference" / "cli" / "index.html").read_text()
     assert "codeforest bench" in cli and "--token-budget" in cli
-    for folder in docs_pages.result_folders(ROOT / "measurements"):
-        page = (site / "results" / folder.name / "index.html").read_text()
-        assert "pass@1" in page and f"{folder.name}.png" in page
+    folders = docs_pages.result_folders(ROOT / "measurements")
+    assert any("/" in name for name in folders), "a measurement kept per dataset gets a page per dataset"
+    for name, folder in folders.items():
+        page = (site / "results" / name / "index.html").read_text()
+        assert "pass@1" in page and f"{folder.name}.png" in page and f"measurements/{name}/results.jsonl" in page
+
+
+def test_result_folders_are_the_bench_records_and_the_per_dataset_folders_of_a_measurement(tmp_path):
+    def records(folder: str, first: dict) -> None:
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "results.jsonl").write_text(json.dumps(first) + "\n")
+
+    bench_record = {"problem_id": "HumanEval/0", "graph": "resample"}
+    records("plain", bench_record)
+    records("plain/first-runs", bench_record)  # kept beside the folder's own records: no page
+    records("judge/humaneval", bench_record)  # the judge folder has no records of its own: a page per dataset
+    records("judge/apps", bench_record)
+    records("other-tool", {"verdict": "passed"})  # not codeforest bench's records
+    assert docs_pages.result_folders(tmp_path) == {"judge/apps": tmp_path / "judge/apps",
+                                                   "judge/humaneval": tmp_path / "judge/humaneval",
+                                                   "plain": tmp_path / "plain"}
 
 
 def test_every_method_page_shows_its_graphs_settings_with_their_defaults(site):
